@@ -1,0 +1,5 @@
+"""``python -m pyticdc``."""
+
+from pyticdc.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""``pyticdc vectors check PATH...``: run golden vector cases, one line per failure."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pyticdc.vectors import check_paths
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``vectors``."""
+    parser = subparsers.add_parser("vectors", help="golden test vectors")
+    sub = parser.add_subparsers(dest="vectors_command", metavar="ACTION")
+    check = sub.add_parser("check", help="run every case of vector files; exit 1 if any fails")
+    check.add_argument("paths", nargs="+", type=Path, help="vector JSON files or directories")
+    check.add_argument("-v", "--verbose", action="store_true", help="also list passing cases")
+    check.set_defaults(run=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Print failing cases and the ``N passed, M failed`` line."""
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:
+        print(f"no such file: {', '.join(map(str, missing))}", file=sys.stderr)
+        return 2
+    results = check_paths(args.paths)
+    passed = sum(r.passed for r in results)
+    for r in results:
+        if not r.passed:
+            print(f"FAIL {r.file}::{r.name}: {r.reason}")
+        elif args.verbose:
+            print(f"ok   {r.file}::{r.name}")
+    print(f"{passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1

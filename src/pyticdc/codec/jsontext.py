@@ -1,0 +1,176 @@
+"""Byte-exact JSON text as TiCDC's Go JSON writers print it (ticdc-reference.md §1.5, §12).
+
+Three writers matter: Go ``encoding/json`` (Open, Simple, Canal DDL/watermark), ``easyjson``
+(Canal-JSON DML) and ``json-iterator`` with EscapeHTML=false (Debezium). They differ in
+which characters they escape and how they print floats; Python's ``json`` matches none.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import struct
+from decimal import Decimal
+from typing import Final
+
+__all__ = [
+    "easyjson_quote",
+    "format_float_f",
+    "format_float_go_json",
+    "format_float_jsoniter",
+    "go_json_quote",
+    "go_string",
+    "jsoniter_quote",
+    "float32_round",
+    "shortest_repr",
+]
+
+
+def _go_replace(err: UnicodeError) -> tuple[str, int]:
+    # Go's utf8 decoder yields one U+FFFD per invalid byte (RuneError, width 1);
+    # Python's "replace" yields one per maximal invalid subpart.
+    assert isinstance(err, UnicodeDecodeError)
+    return "\ufffd" * (err.end - err.start), err.end
+
+
+codecs.register_error("pyticdc-go-replace", _go_replace)
+
+
+def go_string(data: bytes) -> str:
+    """Bytes as Go's JSON writers see them as text: invalid UTF-8 → U+FFFD per byte."""
+    return data.decode("utf-8", "pyticdc-go-replace")
+
+
+def _control_table(short: dict[int, str]) -> dict[int, str]:
+    table = {c: f"\\u{c:04x}" for c in range(0x20)}
+    table.update(short)
+    return table
+
+
+# encoding/json (Go >= 1.22): short \b \f \n \r \t, HTML-escape < > &, escape U+2028/2029.
+_GO_TABLE: Final = _control_table(
+    {0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x5C: "\\\\",
+     0x3C: "\\u003c", 0x3E: "\\u003e", 0x26: "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+)
+# easyjson jwriter (NoEscapeHTML=false): like encoding/json but \b and \f as \u0008 / \u000c.
+_EASYJSON_TABLE: Final = _control_table(
+    {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x5C: "\\\\",
+     0x3C: "\\u003c", 0x3E: "\\u003e", 0x26: "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+)
+# json-iterator ConfigCompatible..., EscapeHTML=false: only " \ \n \r \t short, no HTML, no 2028.
+_JSONITER_TABLE: Final = _control_table({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x5C: "\\\\"})
+
+_GO_NEEDS: Final = re.compile("[\x00-\x1f\"\\\\<>&\u2028\u2029]")
+_JSONITER_NEEDS: Final = re.compile('[\x00-\x1f"\\\\]')
+
+
+def go_json_quote(text: str) -> str:
+    """A JSON string literal exactly as Go ``encoding/json`` writes ``text``."""
+    if _GO_NEEDS.search(text) is None:
+        return f'"{text}"'
+    return f'"{text.translate(_GO_TABLE)}"'
+
+
+def easyjson_quote(text: str) -> str:
+    """A JSON string literal exactly as easyjson's jwriter writes ``text``."""
+    if _GO_NEEDS.search(text) is None:
+        return f'"{text}"'
+    return f'"{text.translate(_EASYJSON_TABLE)}"'
+
+
+def jsoniter_quote(text: str) -> str:
+    """A JSON string literal exactly as json-iterator (EscapeHTML=false) writes ``text``.
+
+    json-iterator does not validate UTF-8: callers holding raw bytes decode them with
+    ``surrogateescape`` and encode the result the same way to pass bytes through untouched.
+    """
+    if _JSONITER_NEEDS.search(text) is None:
+        return f'"{text}"'
+    return f'"{text.translate(_JSONITER_TABLE)}"'
+
+
+# --------------------------------------------------------------------------- floats
+_F32: Final = struct.Struct("<f")
+_INF: Final = float("inf")
+_F32_MAX: Final = 3.4028234663852886e38
+
+
+def float32_round(value: float) -> float:
+    """The float32 nearest to ``value``, widened back to a Python float."""
+    try:
+        return float(_F32.unpack(_F32.pack(value))[0])
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
+
+
+def shortest_repr(value: float, bits: int) -> str:
+    """Shortest decimal digits that round-trip at ``bits`` precision (Go ``'g', -1``-like text).
+
+    For 64 bits Python's ``repr`` is already the shortest round-trip form. For 32 bits the
+    first precision whose correctly rounded text parses back to the same float32 is used.
+    """
+    if bits == 64:
+        return repr(value)
+    target = float32_round(value)
+    for precision in range(1, 10):
+        text = f"{target:.{precision - 1}e}"
+        if float32_round(float(text)) == target:
+            return text
+    return repr(target)  # unreachable: 9 digits always round-trip a float32
+
+
+def _decimal(value: float, bits: int) -> Decimal:
+    return Decimal(shortest_repr(value, bits))
+
+
+def format_float_f(value: float, bits: int = 64) -> str:
+    """Go ``strconv.FormatFloat(v, 'f', -1, bits)``: shortest digits, never an exponent."""
+    if value == 0 or value != value or value in (_INF, -_INF):
+        # TiCDC's mounter replaces NaN and ±Inf by 0 before any codec sees them.
+        return "-0" if str(value).startswith("-") else "0"
+    if bits == 32 and abs(value) > _F32_MAX:
+        return "0"
+    return format(_decimal(value, bits).normalize(), "f")
+
+
+def _format_e(value: float, bits: int) -> str:
+    if bits == 32 and abs(value) > _F32_MAX:
+        return "0"
+    # Go 'e' with precision -1: d[.ddd]e±XX, exponent at least two digits.
+    sign, digits, exponent = _decimal(value, bits).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    exp10 = exponent + len(text) - 1
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
+
+
+_F32_SMALL: Final = float32_round(1e-6)
+_F32_LARGE: Final = float32_round(1e21)
+
+
+def _needs_exponent(value: float, bits: int) -> bool:
+    # Go compares in the float's own width: float32(abs) < 1e-6 is a float32 comparison.
+    if bits == 32:
+        magnitude = abs(float32_round(value))
+        return magnitude != 0 and (magnitude < _F32_SMALL or magnitude >= _F32_LARGE)
+    magnitude = abs(value)
+    return magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21)
+
+
+def format_float_go_json(value: float, bits: int = 64) -> str:
+    """A float as Go ``encoding/json`` prints it (exponent only <1e-6 or >=1e21, ``e-7``)."""
+    if not _needs_exponent(value, bits):
+        return format_float_f(value, bits)
+    text = _format_e(value, bits)
+    # encoding/json cleans e-09 to e-9 (only the negative two-digit case).
+    if len(text) >= 4 and text[-4] == "e" and text[-3] == "-" and text[-2] == "0":
+        text = text[:-2] + text[-1]
+    return text
+
+
+def format_float_jsoniter(value: float, bits: int = 64) -> str:
+    """A float as json-iterator prints it: like encoding/json but ``e-07`` is kept."""
+    if not _needs_exponent(value, bits):
+        return format_float_f(value, bits)
+    return _format_e(value, bits)
