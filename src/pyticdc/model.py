@@ -249,14 +249,14 @@ class Row(dict):  # type: ignore[type-arg]
     def _immutable(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("Row is immutable")
 
-    __setitem__ = _immutable  # type: ignore[assignment]
-    __delitem__ = _immutable  # type: ignore[assignment]
-    clear = _immutable  # type: ignore[assignment]
-    pop = _immutable  # type: ignore[assignment]
-    popitem = _immutable  # type: ignore[assignment]
-    setdefault = _immutable  # type: ignore[assignment]
-    update = _immutable  # type: ignore[assignment]
-    __ior__ = _immutable  # type: ignore[assignment]
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    clear = _immutable
+    pop = _immutable
+    popitem = _immutable
+    setdefault = _immutable
+    update = _immutable
+    __ior__ = _immutable
 
     def __reduce__(self) -> tuple[Any, ...]:
         # dict subclasses unpickle through __setitem__, which is blocked: rebuild instead.

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any, Final
 
-from pyticdc.codec.base import BaseDecoder, BaseEncoder, Message
+from pyticdc.codec.base import BaseDecoder, BaseEncoder, ClaimCheckStore, Message
 from pyticdc.codec.options import Clock, CodecOptions
 from pyticdc.model import ConfigError, Event
 
@@ -69,16 +69,20 @@ def built_protocols() -> list[str]:
 
 
 def make_encoder(
-    protocol: str, options: Mapping[str, Any] | None = None, *, clock: Clock | None = None, **kwargs: Any
+    protocol: str, options: Mapping[str, Any] | None = None, *, clock: Clock | None = None,
+    claim_check: ClaimCheckStore | None = None, **kwargs: Any,
 ) -> BaseEncoder:
     """An encoder for ``protocol`` with TiCDC-named options."""
-    encoder: BaseEncoder = codec_module(protocol).Encoder(options, clock=clock, **kwargs)
+    encoder: BaseEncoder = codec_module(protocol).Encoder(options, clock=clock, claim_check=claim_check, **kwargs)
     return encoder
 
 
-def make_decoder(protocol: str, options: Mapping[str, Any] | None = None, **kwargs: Any) -> BaseDecoder:
+def make_decoder(
+    protocol: str, options: Mapping[str, Any] | None = None, *, claim_check: ClaimCheckStore | None = None,
+    **kwargs: Any,
+) -> BaseDecoder:
     """A decoder for ``protocol`` with TiCDC-named options."""
-    decoder: BaseDecoder = codec_module(protocol).Decoder(options, **kwargs)
+    decoder: BaseDecoder = codec_module(protocol).Decoder(options, claim_check=claim_check, **kwargs)
     return decoder
 
 

@@ -18,14 +18,24 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import msgspec
 
 from pyticdc.codec.options import Clock, CodecOptions, parse_options, system_clock_ms
 from pyticdc.model import Event
 
-__all__ = ["BaseDecoder", "BaseEncoder", "Message"]
+__all__ = ["BaseDecoder", "BaseEncoder", "ClaimCheckStore", "Message"]
+
+
+class ClaimCheckStore(Protocol):
+    """Where large-message claim-check puts full messages (injected: codecs do no I/O)."""
+
+    def put(self, key: bytes | None, value: bytes) -> str:
+        """Store one message (``{"key","value"}`` JSON or raw value); return its location URI."""
+
+    def get(self, location: str) -> tuple[bytes | None, bytes]:
+        """Read back a stored message as (key, value); DecodeError if it is missing or corrupt."""
 
 
 class Message(msgspec.Struct, frozen=True):
@@ -55,7 +65,7 @@ class BaseEncoder(ABC):
 
     def __init__(
         self, options: Mapping[str, Any] | CodecOptions | None = None, *, clock: Clock | None = None,
-        **kwargs: Any,
+        claim_check: ClaimCheckStore | None = None, **kwargs: Any,
     ) -> None:
         if isinstance(options, CodecOptions):
             self.options = options if not kwargs else parse_options(
@@ -65,10 +75,13 @@ class BaseEncoder(ABC):
             self.options = parse_options(self.PROTOCOL, self.OPTIONS, options, **kwargs)
         #: Milliseconds since the epoch; TiCDC uses time.Now() for Canal ts, Simple buildTs, Debezium ts_ms.
         self.clock: Clock = clock or system_clock_ms
+        #: Storage for large-message claim-check (required when that option is on).
+        self.claim_check = claim_check
         self._validate()
 
     def _validate(self) -> None:
         """Check option combinations TiCDC rejects (override per protocol)."""
+        return None
 
     @abstractmethod
     def encode(self, events: Iterable[Event]) -> list[Message]:
@@ -88,11 +101,16 @@ class BaseDecoder(ABC):
     PROTOCOL: ClassVar[str]
     OPTIONS: ClassVar[frozenset[str]]
 
-    def __init__(self, options: Mapping[str, Any] | CodecOptions | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, options: Mapping[str, Any] | CodecOptions | None = None, *,
+        claim_check: ClaimCheckStore | None = None, **kwargs: Any,
+    ) -> None:
         if isinstance(options, CodecOptions):
             self.options = options
         else:
             self.options = parse_options(self.PROTOCOL, self.OPTIONS, options, **kwargs)
+        #: Storage to resolve claim-check locations from (None: such rows stay handle-key-only).
+        self.claim_check = claim_check
 
     @abstractmethod
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:

@@ -15,13 +15,13 @@ from typing import Final
 
 __all__ = [
     "easyjson_quote",
+    "float32_round",
     "format_float_f",
     "format_float_go_json",
     "format_float_jsoniter",
     "go_json_quote",
     "go_string",
     "jsoniter_quote",
-    "float32_round",
     "shortest_repr",
 ]
 

@@ -6,7 +6,7 @@ from typing import Final
 
 from pyticdc.model import BLOB_TYPES, ColumnInfo
 
-__all__ = ["TYPE_NAMES", "type_to_str", "column_type_name"]
+__all__ = ["TYPE_NAMES", "column_type_name", "type_to_str"]
 
 #: TiDB ``type2Str``: type code → name for a non-binary charset.
 TYPE_NAMES: Final[dict[int, str]] = {

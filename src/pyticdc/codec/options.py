@@ -14,7 +14,7 @@ import msgspec
 
 from pyticdc.model import ConfigError
 
-__all__ = ["CodecOptions", "OPTION_DEFAULTS", "OPTION_DOCS", "parse_options", "system_clock_ms"]
+__all__ = ["OPTION_DEFAULTS", "OPTION_DOCS", "CodecOptions", "parse_options", "system_clock_ms"]
 
 
 def system_clock_ms() -> int:
@@ -101,7 +101,8 @@ OPTION_DOCS: Final[dict[str, str]] = {
     "encoding-format": "Simple protocol encoding: json | avro",
     "time-zone": "server time zone TIMESTAMP values are expressed in (default UTC)",
     "cluster-id": "TiCDC cluster id used in Debezium names (default 'default')",
-    "send-bootstrap-interval-in-sec": "Simple: BOOTSTRAP at least this often per table (default 120; 0 with count 0 disables)",
+    "send-bootstrap-interval-in-sec":
+        "Simple: BOOTSTRAP at least this often per table (default 120; 0 with count 0 disables)",
     "send-bootstrap-in-msg-count": "Simple: BOOTSTRAP every N rows per table (default 10000)",
     "send-bootstrap-to-all-partition": "Simple: BOOTSTRAP to every partition (true) or partition 0",
 }

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["diff_bytes", "diff_json", "expected_bytes", "json_span", "describe"]
+__all__ = ["describe", "diff_bytes", "diff_json", "expected_bytes", "json_span"]
 
 
 def expected_bytes(spec: Any) -> bytes | None:

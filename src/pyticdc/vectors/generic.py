@@ -11,7 +11,7 @@ from pyticdc.codec.base import Message
 from pyticdc.vectors.compare import diff_bytes, diff_json, diff_unordered, expected_bytes
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector
 
-__all__ = ["check_encode", "encode_case", "compare_message"]
+__all__ = ["check_encode", "compare_message", "encode_case"]
 
 
 def encode_case(protocol: str, case: dict[str, Any], extra: dict[str, Any] | None = None) -> list[Message]:
@@ -64,7 +64,8 @@ def check_encode(protocol: str, case: dict[str, Any], extra: dict[str, Any] | No
         if len(messages) != len(expected):
             return f"expected {len(expected)} messages, got {len(messages)}"
         for i, (want, got) in enumerate(zip(expected, messages)):
-            found = (diff_bytes(f"message {i} key", bytes.fromhex(want["key_hex"]) if want.get("key_hex") is not None else None, got.key)
+            want_key = bytes.fromhex(want["key_hex"]) if want.get("key_hex") is not None else None
+            found = (diff_bytes(f"message {i} key", want_key, got.key)
                      or diff_bytes(f"message {i} value", bytes.fromhex(want["value_hex"]), got.value))
             if found:
                 return found

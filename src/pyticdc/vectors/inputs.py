@@ -121,7 +121,7 @@ def value_from_vector(raw: Any, column: ColumnInfo | None) -> Value:
     if column is None:
         return raw  # type: ignore[no-any-return]
     if column.type_code in STRING_TYPES:
-        return raw.encode("utf-8") if isinstance(raw, str) else raw  # type: ignore[no-any-return]
+        return raw.encode("utf-8") if isinstance(raw, str) else raw
     if column.type_code == 4 and isinstance(raw, (int, float)):
         return float32_round(float(raw))
     if column.type_code == 5 and isinstance(raw, int):
