@@ -36,6 +36,7 @@ __all__ = [
     "EncodeError",
     "Event",
     "IndexInfo",
+    "KafkaRecord",
     "Op",
     "PyticdcError",
     "Row",
@@ -456,6 +457,19 @@ class Bootstrap(msgspec.Struct, frozen=True, kw_only=True):
 
 #: Any event of the model.
 Event = Union[RowChange, DDLEvent, Watermark, Bootstrap]
+
+
+class KafkaRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One Kafka record: where it lives and its raw key and value bytes."""
+
+    topic: str
+    partition: int
+    #: Offset in the partition; -1 before the record has been written anywhere.
+    offset: int = -1
+    key: bytes | None = None
+    value: bytes | None = None
+    #: Kafka record timestamp (ms), 0 if unknown.
+    timestamp_ms: int = 0
 
 
 def iter_images(row: RowChange) -> Iterator[Row]:
