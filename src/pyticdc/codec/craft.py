@@ -1,0 +1,1161 @@
+"""TiCDC Craft: the columnar binary batch protocol (ticdc-reference.md §3).
+
+A message is ``uvarint version ‖ headers ‖ bodies ‖ term dictionary ‖ size tables ‖
+reversed-uvarint(len(size tables))`` (§3.2); the Kafka key is nil (§1.4). This follows the
+docs-cn layout and the Go code (``pkg/sink/codec/craft``); the English doc's layout is wrong (§11.2).
+
+Decoding is stricter than the Go decoder where Go would panic or silently misread: every
+section must be consumed exactly, every count must fit the bytes that remain, and every
+varint must end within 10 bytes. Bad bytes raise only ``DecodeError("craft", reason, offset)``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, NamedTuple, NoReturn
+
+from pyticdc.codec.base import BaseDecoder, BaseEncoder, Message
+from pyticdc.codec.jsontext import float32_round, go_string
+from pyticdc.model import (
+    ColumnFlag,
+    ColumnInfo,
+    DDLEvent,
+    DecodeError,
+    EncodeError,
+    Event,
+    IndexInfo,
+    Op,
+    Row,
+    RowChange,
+    TableInfo,
+    Value,
+    Watermark,
+)
+
+__all__ = [
+    "EVENT_DDL",
+    "EVENT_RESOLVED",
+    "EVENT_ROW",
+    "GROUP_NEW",
+    "GROUP_OLD",
+    "OPTIONS",
+    "PROTOCOL",
+    "VERSION",
+    "CraftReader",
+    "CraftWriter",
+    "Decoder",
+    "Encoder",
+    "decode",
+    "decode_value",
+    "encode",
+    "encode_value",
+    "explain",
+    "uvarint_bytes",
+    "varint_bytes",
+]
+
+#: TiCDC's protocol name.
+PROTOCOL: Final = "craft"
+#: Options TiCDC accepts for craft (``common.Config``; large-message handling is not allowed, §8).
+OPTIONS: Final = frozenset({"max_message_bytes", "max_batch_size", "delete_only_output_handle_key_columns"})
+#: The one craft format version (``model.go`` Version1).
+VERSION: Final = 1
+
+#: Header event types (§3.2: 1 row, 2 ddl, 3 resolved).
+EVENT_ROW: Final = 1
+EVENT_DDL: Final = 2
+EVENT_RESOLVED: Final = 3
+#: Column group types (§3.2: new 0x01, old 0x02).
+GROUP_NEW: Final = 1
+GROUP_OLD: Final = 2
+
+_NULL_ID: Final = -1  # §3.2: -1 = null/empty schema or table, or no partition
+_MASK64: Final = (1 << 64) - 1
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+_UINT64_MAX: Final = _MASK64
+_MAX_INT32: Final = (1 << 31) - 1  # Go decodeUvarintLength/decodeVarintLength reject lengths above MaxInt32
+_MAX_VARINT_LEN: Final = 10  # binary.MaxVarintLen64
+_F64: Final = struct.Struct("<d")
+_EVENT_NAMES: Final = {EVENT_ROW: "row", EVENT_DDL: "ddl", EVENT_RESOLVED: "resolved"}
+_GROUP_NAMES: Final = {GROUP_NEW: "new", GROUP_OLD: "old"}
+_MISSING: Final = object()
+_SMALL_UVARINTS: Final = tuple(bytes((i,)) for i in range(0x80))
+
+
+def _fail(reason: str, at: int) -> NoReturn:
+    raise DecodeError(PROTOCOL, reason, at)
+
+
+# --------------------------------------------------------------------------- primitives
+def uvarint_bytes(value: int) -> bytes:
+    """Protobuf LEB128 of an unsigned 64-bit integer (§3.1 "uvarint", Go ``encodeUvarint``)."""
+    if 0 <= value < 0x80:
+        return _SMALL_UVARINTS[value]
+    if not 0 <= value <= _UINT64_MAX:
+        raise OverflowError(f"uvarint {value} outside 0..2**64-1")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def varint_bytes(value: int) -> bytes:
+    """Zigzag ``(n<<1) ^ (n>>63)`` then uvarint of a signed 64-bit integer (§3.1 "varint")."""
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise OverflowError(f"varint {value} outside the int64 range")
+    return uvarint_bytes((value << 1) ^ (value >> 63))
+
+
+def _wrap_int64(value: int) -> int:
+    # Go int64 arithmetic wraps; delta chunks rely on it (§3.1 delta varint chunk).
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return ((value - _INT64_MIN) & _MASK64) + _INT64_MIN
+
+
+class CraftWriter:
+    """Appends craft primitives and chunks to a buffer; mirrors CraftReader (§3.1)."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def __len__(self) -> int:
+        return len(self.buf)
+
+    def getvalue(self) -> bytes:
+        """The bytes written so far."""
+        return bytes(self.buf)
+
+    def u8(self, value: int) -> None:
+        """One raw byte (column group type, §3.2)."""
+        self.buf.append(value)
+
+    def raw(self, data: bytes) -> None:
+        """Bytes as they are."""
+        self.buf += data
+
+    def uvarint(self, value: int) -> None:
+        """§3.1 uvarint = protobuf LEB128."""
+        self.buf += uvarint_bytes(value)
+
+    def varint(self, value: int) -> None:
+        """§3.1 varint = zigzag then uvarint."""
+        self.buf += varint_bytes(value)
+
+    def float64(self, value: float) -> None:
+        """§3.1 float64 = 8 bytes little-endian."""
+        self.buf += _F64.pack(value)
+
+    def string(self, data: bytes) -> None:
+        """uvarint length then the bytes (DDL query, §3.2 ``encodeString``)."""
+        self.buf += uvarint_bytes(len(data))
+        self.buf += data
+
+    def reversed_uvarint(self, value: int) -> None:
+        """§3.1 reversed uvarint: the uvarint bytes in reverse order (the trailing size)."""
+        self.buf += uvarint_bytes(value)[::-1]
+
+    def uvarint_chunk(self, values: Iterable[int]) -> None:
+        """§3.1 chunk of uvarints."""
+        self.buf += b"".join(map(uvarint_bytes, values))
+
+    def varint_chunk(self, values: Iterable[int]) -> None:
+        """§3.1 chunk of zigzag varints."""
+        self.buf += b"".join(map(varint_bytes, values))
+
+    def delta_uvarint_chunk(self, values: Sequence[int]) -> None:
+        """§3.1 delta uvarint chunk: first value, then ``v[i]-v[i-1]`` mod 2**64 (commit ts)."""
+        last = 0
+        parts = []
+        for value in values:
+            parts.append(uvarint_bytes((value - last) & _MASK64))
+            last = value
+        self.buf += b"".join(parts)
+
+    def delta_varint_chunk(self, values: Sequence[int]) -> None:
+        """§3.1 delta varint chunk: first value, then ``v[i]-v[i-1]`` as int64 (ids, sizes)."""
+        last = 0
+        parts = []
+        for value in values:
+            parts.append(varint_bytes(_wrap_int64(value - last)))
+            last = value
+        self.buf += b"".join(parts)
+
+    def string_chunk(self, values: Sequence[bytes]) -> None:
+        """§3.1 string chunk: all lengths as uvarint, then all bytes (term dictionary)."""
+        self.buf += b"".join(uvarint_bytes(len(v)) for v in values)
+        self.buf += b"".join(values)
+
+    def nullable_bytes_chunk(self, values: Sequence[bytes | None]) -> None:
+        """§3.1 nullable bytes chunk: all lengths as varint (-1 = NULL), then the bytes (values)."""
+        self.buf += b"".join(_SMALL_UVARINTS[1] if v is None else varint_bytes(len(v)) for v in values)
+        self.buf += b"".join(v for v in values if v is not None)
+
+
+class CraftReader:
+    """Bounds-checked reader of ``buf[pos:end]`` mirroring CraftWriter (§3.1).
+
+    Every read checks the bytes left and raises ``DecodeError("craft", reason, offset)``; a
+    count larger than the bytes left is an error before anything is allocated.
+    """
+
+    __slots__ = ("buf", "end", "pos")
+
+    def __init__(self, buf: bytes, pos: int = 0, end: int | None = None) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf) if end is None else end
+
+    @property
+    def remaining(self) -> int:
+        """Bytes left to read."""
+        return self.end - self.pos
+
+    def expect_end(self, what: str) -> None:
+        """Fail unless every byte of the region was consumed."""
+        if self.pos != self.end:
+            _fail(f"{self.end - self.pos} unexpected trailing bytes in {what}", self.pos)
+
+    def u8(self) -> int:
+        """One raw byte."""
+        pos = self.pos
+        if pos >= self.end:
+            _fail("buffer underflow reading a byte", pos)
+        self.pos = pos + 1
+        return self.buf[pos]
+
+    def take(self, size: int) -> bytes:
+        """``size`` raw bytes."""
+        pos = self.pos
+        if size < 0 or size > self.end - pos:
+            _fail(f"buffer underflow: {size} bytes wanted, {self.end - pos} left", pos)
+        self.pos = pos + size
+        return self.buf[pos:pos + size]
+
+    def uvarint(self) -> int:
+        """§3.1 uvarint; at most 10 bytes, the 10th at most 1 (Go ``binary.Uvarint`` overflow rule)."""
+        buf = self.buf
+        pos = self.pos
+        end = self.end
+        if pos < end and buf[pos] < 0x80:  # fast path: one byte
+            self.pos = pos + 1
+            return buf[pos]
+        start = pos
+        result = 0
+        shift = 0
+        while True:
+            if pos >= end:
+                _fail("truncated uvarint", start)
+            byte = buf[pos]
+            pos += 1
+            if byte < 0x80:
+                if pos - start == _MAX_VARINT_LEN and byte > 1:
+                    _fail("uvarint overflows 64 bits", start)
+                self.pos = pos
+                return result | (byte << shift)
+            if pos - start == _MAX_VARINT_LEN:
+                _fail("uvarint longer than 10 bytes", start)
+            result |= (byte & 0x7F) << shift
+            shift += 7
+
+    def varint(self) -> int:
+        """§3.1 varint: uvarint then un-zigzag."""
+        value = self.uvarint()
+        return (value >> 1) ^ -(value & 1)
+
+    def float64(self) -> float:
+        """§3.1 float64: 8 bytes little-endian."""
+        pos = self.pos
+        if self.end - pos < 8:
+            _fail("buffer underflow reading a float64", pos)
+        self.pos = pos + 8
+        value: float = _F64.unpack_from(self.buf, pos)[0]
+        return value
+
+    def string(self) -> bytes:
+        """uvarint length (at most MaxInt32) then the bytes."""
+        at = self.pos
+        size = self.uvarint()
+        if size > _MAX_INT32:
+            _fail("length is greater than max int32", at)
+        return self.take(size)
+
+    def reversed_uvarint(self) -> int:
+        """§3.1 reversed uvarint read backwards from ``end``; shrinks ``end`` past it."""
+        buf = self.buf
+        end = self.end
+        result = 0
+        shift = 0
+        i = 0
+        while True:
+            at = end - 1 - i
+            if at < self.pos:
+                _fail("truncated reversed uvarint", max(at + 1, self.pos))
+            byte = buf[at]
+            if byte < 0x80:
+                if i == _MAX_VARINT_LEN - 1 and byte > 1:
+                    _fail("reversed uvarint overflows 64 bits", at)
+                self.end = at
+                return result | (byte << shift)
+            if i == _MAX_VARINT_LEN - 1:
+                _fail("reversed uvarint longer than 10 bytes", at)
+            result |= (byte & 0x7F) << shift
+            shift += 7
+            i += 1
+
+    def count(self, what: str) -> int:
+        """A uvarint element count; each element takes at least one byte, so it must fit what is left."""
+        at = self.pos
+        value = self.uvarint()
+        if value > self.end - self.pos:
+            _fail(f"{what} count {value} exceeds the {self.end - self.pos} bytes left", at)
+        return value
+
+    def _check_count(self, count: int) -> None:
+        if count < 0 or count > self.end - self.pos:
+            _fail(f"chunk of {count} elements exceeds the {self.end - self.pos} bytes left", self.pos)
+
+    def uvarint_chunk(self, count: int) -> list[int]:
+        """§3.1 chunk of ``count`` uvarints."""
+        self._check_count(count)
+        read = self.uvarint
+        return [read() for _ in range(count)]
+
+    def varint_chunk(self, count: int) -> list[int]:
+        """§3.1 chunk of ``count`` zigzag varints."""
+        self._check_count(count)
+        read = self.varint
+        return [read() for _ in range(count)]
+
+    def delta_uvarint_chunk(self, count: int) -> list[int]:
+        """§3.1 delta uvarint chunk, summed mod 2**64 like Go's uint64."""
+        self._check_count(count)
+        read = self.uvarint
+        out = []
+        last = 0
+        for _ in range(count):
+            last = (last + read()) & _MASK64
+            out.append(last)
+        return out
+
+    def delta_varint_chunk(self, count: int) -> list[int]:
+        """§3.1 delta varint chunk, summed as Go int64 (wrapping)."""
+        self._check_count(count)
+        read = self.varint
+        out = []
+        last = 0
+        for _ in range(count):
+            last = _wrap_int64(last + read())
+            out.append(last)
+        return out
+
+    def string_chunk(self, count: int) -> list[bytes]:
+        """§3.1 string chunk: ``count`` uvarint lengths, then the bytes."""
+        at = self.pos
+        lengths = self.uvarint_chunk(count)
+        if sum(lengths) > self.end - self.pos:
+            _fail("string chunk longer than the bytes left", at)
+        take = self.take
+        return [take(size) for size in lengths]
+
+    def nullable_lengths(self, count: int) -> list[int]:
+        """The varint lengths of a nullable bytes chunk (-1 = NULL), checked against the bytes left."""
+        at = self.pos
+        lengths = self.varint_chunk(count)
+        total = 0
+        for size in lengths:
+            if size < -1 or size > _MAX_INT32:
+                _fail(f"invalid nullable length {size}", at)
+            if size > 0:
+                total += size
+        if total > self.end - self.pos:
+            _fail("nullable bytes chunk longer than the bytes left", at)
+        return lengths
+
+    def nullable_bytes_chunk(self, count: int) -> list[bytes | None]:
+        """§3.1 nullable bytes chunk: ``count`` varint lengths (-1 = NULL), then the bytes."""
+        take = self.take
+        return [None if size == -1 else take(size) for size in self.nullable_lengths(count)]
+
+
+# --------------------------------------------------------------------------- values
+# §3.2 EncodeTiDBType / DecodeTiDBType, keyed by the TiDB type byte.
+_TEXT_TYPES: Final = frozenset({7, 10, 11, 12, 14, 225, 245, 246})  # time/date, VECTOR, JSON, DECIMAL: string
+_BYTES_TYPES: Final = frozenset({15, 249, 250, 251, 252, 253, 254})  # CHAR…BLOB: raw bytes
+_UVARINT_TYPES: Final = frozenset({16, 247, 248})  # BIT, ENUM, SET: uvarint of uint64
+_INT_TYPES: Final = frozenset({1, 2, 3, 8, 9})  # uvarint if Unsigned flag else zigzag varint
+_TYPE_FLOAT: Final = 4
+_TYPE_DOUBLE: Final = 5
+_TYPE_YEAR: Final = 13  # always zigzag varint
+
+
+def _enc_text(value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"expected str, got {type(value).__name__}")
+
+
+def _enc_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    raise TypeError(f"expected bytes, got {type(value).__name__}")
+
+
+def _enc_uvarint(value: Any) -> bytes:
+    if not isinstance(value, int):
+        raise TypeError(f"expected int, got {type(value).__name__}")
+    return uvarint_bytes(value)
+
+
+def _enc_varint(value: Any) -> bytes:
+    if not isinstance(value, int):
+        raise TypeError(f"expected int, got {type(value).__name__}")
+    return varint_bytes(value)
+
+
+def _enc_float(value: Any) -> bytes:
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"expected float, got {type(value).__name__}")
+    # §3.2: FLOAT is a float32 in the row model, widened to float64 on the wire.
+    return _F64.pack(float32_round(float(value)))
+
+
+def _enc_double(value: Any) -> bytes:
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"expected float, got {type(value).__name__}")
+    return _F64.pack(float(value))
+
+
+ValueEncoder = Callable[[Any], bytes]
+
+
+def _value_encoder(type_code: int, flag: int) -> ValueEncoder | None:
+    """The §3.2 value encoder for a column; None = always NULL (NULL, GEOMETRY, unspecified, unknown)."""
+    if type_code in _TEXT_TYPES:
+        return _enc_text
+    if type_code in _BYTES_TYPES:
+        return _enc_bytes
+    if type_code in _UVARINT_TYPES:
+        return _enc_uvarint
+    if type_code in _INT_TYPES:
+        return _enc_uvarint if flag & ColumnFlag.UNSIGNED else _enc_varint
+    if type_code == _TYPE_YEAR:
+        return _enc_varint
+    if type_code == _TYPE_FLOAT:
+        return _enc_float
+    if type_code == _TYPE_DOUBLE:
+        return _enc_double
+    return None
+
+
+def encode_value(type_code: int, flag: int, value: Value) -> bytes | None:
+    """The wire bytes of one column value (§3.2 ``EncodeTiDBType``); None = NULL."""
+    if value is None:
+        return None
+    encoder = _value_encoder(type_code, flag)
+    return None if encoder is None else encoder(value)
+
+
+def _exact_uvarint(raw: bytes, at: int) -> int:
+    if len(raw) == 1 and raw[0] < 0x80:
+        return raw[0]
+    reader = CraftReader(raw)
+    try:
+        value = reader.uvarint()
+    except DecodeError as exc:
+        _fail(f"bad value: {exc.reason}", at + (exc.at if isinstance(exc.at, int) else 0))
+    if reader.pos != len(raw):
+        _fail("trailing bytes after an integer value", at + reader.pos)
+    return value
+
+
+def _dec_uvarint(raw: bytes, at: int) -> Value:
+    return _exact_uvarint(raw, at)
+
+
+def _dec_varint(raw: bytes, at: int) -> Value:
+    value = _exact_uvarint(raw, at)
+    return (value >> 1) ^ -(value & 1)
+
+
+def _dec_float64(raw: bytes, at: int) -> Value:
+    if len(raw) != 8:
+        _fail(f"a float64 value takes 8 bytes, got {len(raw)}", at)
+    value: float = _F64.unpack(raw)[0]
+    return value
+
+
+def _dec_text(raw: bytes, at: int) -> Value:
+    return go_string(raw)
+
+
+def _dec_bytes(raw: bytes, at: int) -> Value:
+    return raw
+
+
+def _dec_null(raw: bytes, at: int) -> Value:
+    return None
+
+
+ValueDecoder = Callable[[bytes, int], Value]
+
+
+def _value_decoder(type_code: int, flag: int) -> ValueDecoder:
+    """The §3.2 ``DecodeTiDBType`` for a column (FLOAT and DOUBLE both come back as float64)."""
+    if type_code in _TEXT_TYPES:
+        return _dec_text
+    if type_code in _BYTES_TYPES:
+        return _dec_bytes
+    if type_code in _UVARINT_TYPES:
+        return _dec_uvarint
+    if type_code in _INT_TYPES:
+        return _dec_uvarint if flag & ColumnFlag.UNSIGNED else _dec_varint
+    if type_code == _TYPE_YEAR:
+        return _dec_varint
+    if type_code in (_TYPE_FLOAT, _TYPE_DOUBLE):
+        return _dec_float64
+    return _dec_null
+
+
+def decode_value(type_code: int, flag: int, raw: bytes | None, at: int = 0) -> Value:
+    """A column value from its wire bytes (§3.2 ``DecodeTiDBType``); DecodeError on bad bytes."""
+    if raw is None:
+        return None
+    return _value_decoder(type_code, flag)(raw, at)
+
+
+# --------------------------------------------------------------------------- wire model
+class _Group(NamedTuple):
+    """One column group as it is on the wire (§3.2)."""
+
+    group_type: int
+    names: list[str]
+    types: list[int]
+    flags: list[int]
+    values: list[bytes | None]
+    #: Absolute byte offset of each value (for errors); 0 for groups built by the encoder.
+    offsets: list[int]
+
+
+class _WireEvent(NamedTuple):
+    commit_ts: int
+    event_type: int
+    partition: int
+    schema: str | None
+    table: str | None
+    groups: list[_Group]
+    ddl_type: int
+    query: str
+    at: int
+
+
+class _Wire(NamedTuple):
+    version: int
+    size_tables: list[list[int]]
+    terms: list[str]
+    events: list[_WireEvent]
+
+
+def _nullable_terms(ids: list[int], terms: list[str], at: int) -> list[str | None]:
+    # Header schema/table ids: -1 is null (§3.2), anything else must be in the dictionary.
+    out: list[str | None] = []
+    for term_id in ids:
+        if 0 <= term_id < len(terms):
+            out.append(terms[term_id])
+        elif term_id == _NULL_ID:
+            out.append(None)
+        else:
+            _fail(f"invalid term id {term_id} (dictionary has {len(terms)} terms)", at)
+    return out
+
+
+def _terms(ids: list[int], terms: list[str], at: int) -> list[str]:
+    # Column names are never null.
+    size = len(terms)
+    for term_id in ids:
+        if not 0 <= term_id < size:
+            _fail(f"invalid column name term id {term_id} (dictionary has {size} terms)", at)
+    return [terms[term_id] for term_id in ids]
+
+
+def _parse_group(buf: bytes, start: int, end: int, terms: list[str]) -> _Group:
+    reader = CraftReader(buf, start, end)
+    group_type = reader.u8()
+    if group_type not in _GROUP_NAMES:
+        _fail(f"unknown column group type {group_type}", start)
+    count = reader.count("column")
+    if count == 0:
+        _fail("empty column group", start + 1)
+    at = reader.pos
+    names = _terms(reader.delta_varint_chunk(count), terms, at)
+    at = reader.pos
+    types = reader.uvarint_chunk(count)
+    if any(t > 0xFF for t in types):
+        _fail("column type code does not fit in a byte", at)
+    flags = reader.uvarint_chunk(count)
+    lengths = reader.nullable_lengths(count)
+    values: list[bytes | None] = []
+    offsets: list[int] = []
+    for size in lengths:
+        offsets.append(reader.pos)
+        values.append(None if size == -1 else reader.take(size))
+    reader.expect_end("column group")
+    if len(set(names)) != count:
+        _fail("duplicate column name in a column group", start)
+    return _Group(group_type, names, types, flags, values, offsets)
+
+
+def _parse(value: bytes | bytearray | memoryview | None) -> _Wire:
+    """Split a craft message into its wire structure (§3.2), validating every size."""
+    if value is None:
+        _fail("no value: a craft message is never empty", 0)
+    buf = bytes(value)
+    reader = CraftReader(buf)
+    version = reader.uvarint()
+    if version < VERSION:  # Go NewMessageDecoder rejects only versions below 1
+        _fail(f"unexpected craft version {version}", 0)
+    start = reader.pos
+    # Size tables sit at the end, located by the trailing reversed uvarint (§3.2).
+    tables_size = reader.reversed_uvarint()
+    if tables_size > reader.end - start:
+        _fail(f"size tables of {tables_size} bytes exceed the message", reader.end)
+    tables_start = reader.end - tables_size
+    tables_reader = CraftReader(buf, tables_start, reader.end)
+    size_tables: list[list[int]] = []
+    while tables_reader.remaining:
+        at = tables_reader.pos
+        count = tables_reader.count("size table")
+        if count == 0:
+            _fail("empty size table", at)
+        size_tables.append(tables_reader.delta_varint_chunk(count))
+    if len(size_tables) < 2:
+        _fail(f"expected at least 2 size tables, got {len(size_tables)}", tables_start)
+    meta, body_sizes = size_tables[0], size_tables[1]
+    if len(meta) != 2:
+        _fail(f"meta size table has {len(meta)} entries, expected 2", tables_start)
+    header_size, dict_size = meta
+    if header_size < 0 or dict_size < 0 or any(size < 0 for size in body_sizes):
+        _fail("negative size in the size tables", tables_start)
+    bodies_size = sum(body_sizes)
+    if header_size + bodies_size + dict_size != tables_start - start:
+        _fail(
+            f"sizes do not add up: header {header_size} + bodies {bodies_size} + dictionary {dict_size} "
+            f"!= {tables_start - start} bytes", tables_start,
+        )
+    # Term dictionary after the bodies (§3.2; absent when there are no terms).
+    terms: list[str] = []
+    dict_start = start + header_size + bodies_size
+    if dict_size:
+        dict_reader = CraftReader(buf, dict_start, dict_start + dict_size)
+        terms = [go_string(t) for t in dict_reader.string_chunk(dict_reader.count("term"))]
+        dict_reader.expect_end("term dictionary")
+    # Headers: N = len(body size table) (§3.2).
+    count = len(body_sizes)
+    header = CraftReader(buf, start, start + header_size)
+    commit_ts = header.delta_uvarint_chunk(count)
+    at_types = header.pos
+    types = header.uvarint_chunk(count)
+    partitions = header.delta_varint_chunk(count)
+    at = header.pos
+    schemas = _nullable_terms(header.delta_varint_chunk(count), terms, at)
+    at = header.pos
+    tables = _nullable_terms(header.delta_varint_chunk(count), terms, at)
+    header.expect_end("headers")
+    for event_type in types:
+        if event_type not in _EVENT_NAMES:
+            _fail(f"unknown event type {event_type}", at_types)
+    has_rows = EVENT_ROW in types
+    expected_tables = 2 + count if has_rows else 2
+    if len(size_tables) != expected_tables:
+        _fail(f"expected {expected_tables} size tables, got {len(size_tables)}", tables_start)
+    # Bodies.
+    events: list[_WireEvent] = []
+    offset = start + header_size
+    for i in range(count):
+        size = body_sizes[i]
+        end = offset + size
+        groups: list[_Group] = []
+        ddl_type = 0
+        query = ""
+        event_type = types[i]
+        if event_type == EVENT_ROW:
+            group_sizes = size_tables[2 + i]
+            if any(s <= 0 for s in group_sizes) or sum(group_sizes) != size:
+                _fail(f"column group sizes {group_sizes} do not match body size {size}", offset)
+            group_at = offset
+            seen: set[int] = set()
+            for group_size in group_sizes:
+                group = _parse_group(buf, group_at, group_at + group_size, terms)
+                if group.group_type in seen:
+                    _fail("duplicate column group type", group_at)
+                seen.add(group.group_type)
+                groups.append(group)
+                group_at += group_size
+        elif event_type == EVENT_DDL:
+            body = CraftReader(buf, offset, end)
+            ddl_type = body.uvarint()
+            query = go_string(body.string())
+            body.expect_end("DDL body")
+        elif size:
+            _fail("resolved event with a non-empty body", offset)
+        events.append(_WireEvent(
+            commit_ts[i], event_type, partitions[i], schemas[i], tables[i], groups, ddl_type, query, offset,
+        ))
+        offset = end
+    return _Wire(version, size_tables, terms, events)
+
+
+# --------------------------------------------------------------------------- model
+class _TableCache:
+    """Synthesized TableInfo per (schema, table, partition, column names/types/flags), bounded."""
+
+    __slots__ = ("_cache",)
+    _LIMIT: Final = 4096
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[Any, ...], TableInfo] = {}
+
+    def get(self, schema: str, table: str, partition: int, group: _Group) -> TableInfo:
+        """The TableInfo the decoder reports for a group's columns."""
+        key = (schema, table, partition, tuple(group.names), tuple(group.types), tuple(group.flags))
+        found = self._cache.get(key)
+        if found is None:
+            if len(self._cache) >= self._LIMIT:
+                self._cache.clear()
+            found = self._cache[key] = _synthesize_table(schema, table, partition, group)
+        return found
+
+
+def _synthesize_table(schema: str, table: str, partition: int, group: _Group) -> TableInfo:
+    # Craft carries only name, type code and flag per column (§3.2); charset follows the Binary
+    # flag (§1.2) and the primary key is rebuilt from the PrimaryKey flags.
+    columns = tuple(
+        ColumnInfo(
+            name=name, type_code=type_code, flags=flag,
+            charset="binary" if flag & ColumnFlag.BINARY else "utf8mb4",
+            collation="binary" if flag & ColumnFlag.BINARY else "utf8mb4_bin",
+            unsigned=bool(flag & ColumnFlag.UNSIGNED), nullable=bool(flag & ColumnFlag.NULLABLE),
+        )
+        for name, type_code, flag in zip(group.names, group.types, group.flags)
+    )
+    primary = tuple(c.name for c in columns if c.flags & ColumnFlag.PRIMARY_KEY)
+    indexes = (IndexInfo(name="PRIMARY", columns=primary, primary=True, unique=True),) if primary else ()
+    return TableInfo(
+        schema=schema, table=table, table_id=0, is_partition=partition >= 0, columns=columns, indexes=indexes,
+    )
+
+
+def _group_row(group: _Group) -> Row:
+    values = []
+    for type_code, flag, raw, at in zip(group.types, group.flags, group.values, group.offsets):
+        values.append(None if raw is None else _value_decoder(type_code, flag)(raw, at))
+    return Row(zip(group.names, values))
+
+
+def _row_event(
+    commit_ts: int, partition: int, schema: str | None, table: str | None, groups: list[_Group], cache: _TableCache,
+) -> RowChange:
+    new = old = None
+    for group in groups:
+        if group.group_type == GROUP_NEW:
+            new = group
+        else:
+            old = group
+    # Op from the groups present (§3.2: a DELETE has only an old group).
+    op = Op.UPDATE if new is not None and old is not None else (Op.INSERT if old is None else Op.DELETE)
+    schema_name = schema or ""
+    table_name = table or ""
+    # Like the Go decoder, the table comes from the old image when there is one.
+    source = old if old is not None else new
+    assert source is not None  # _parse guarantees at least one group
+    table_info = cache.get(schema_name, table_name, partition, source)
+    # A DELETE whose every column is a handle key carries (at most) the handle: the
+    # delete-only-output-handle-key-columns shape, flagged without needing the encoder's options.
+    handle_key_only = op is Op.DELETE and all(f & ColumnFlag.HANDLE_KEY for f in source.flags)
+    return RowChange(
+        op=op, schema=schema_name, table=table_name, commit_ts=commit_ts,
+        columns=None if new is None else _group_row(new),
+        pre_columns=None if old is None else _group_row(old),
+        table_id=0, physical_table_id=partition if partition >= 0 else 0, row_id=0,
+        table_info=table_info, handle_key_only=handle_key_only,
+    )
+
+
+def _wire_to_event(event: _WireEvent, cache: _TableCache) -> Event:
+    if event.event_type == EVENT_ROW:
+        return _row_event(event.commit_ts, event.partition, event.schema, event.table, event.groups, cache)
+    if event.event_type == EVENT_DDL:
+        return DDLEvent(
+            query=event.query, ddl_type=event.ddl_type, commit_ts=event.commit_ts,
+            schema=event.schema or "", table=event.table or "",
+        )
+    return Watermark(resolved_ts=event.commit_ts)
+
+
+# --------------------------------------------------------------------------- encoder
+class _ColumnPlan(NamedTuple):
+    name: str
+    #: UTF-8 bytes of the name (§3.3 estimatedSize counts len(name)).
+    name_size: int
+    type_code: int
+    flag: int
+    encoder: ValueEncoder | None
+    handle_key: bool
+
+
+class _PendingRow(NamedTuple):
+    commit_ts: int
+    partition: int
+    schema: str
+    table: str
+    groups: list[_Group]
+    #: §3.3 estimatedSize contribution of this row.
+    estimated_size: int
+
+
+class _Terms:
+    """Term dictionary: ids in first-use order (§3.2)."""
+
+    __slots__ = ("ids", "terms")
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.terms: list[str] = []
+
+    def id(self, term: str) -> int:
+        """The id of ``term``, assigning the next one on first use."""
+        found = self.ids.get(term)
+        if found is None:
+            found = self.ids[term] = len(self.terms)
+            self.terms.append(term)
+        return found
+
+    def nullable(self, term: str) -> int:
+        """Empty schema/table names are null (-1), never an empty-string term (§3.2)."""
+        return _NULL_ID if not term else self.id(term)
+
+
+def _utf8(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EncodeError(PROTOCOL, f"{what} {text!r} is not valid UTF-8") from None
+
+
+def _assemble(headers: Sequence[tuple[int, int, int, str, str]], bodies: Sequence[bytes | list[_Group]]) -> bytes:
+    """One message: version, headers, bodies, term dictionary, size tables, trailer (§3.2)."""
+    out = CraftWriter()
+    out.uvarint(VERSION)
+    terms = _Terms()
+    start = len(out)
+    out.delta_uvarint_chunk([h[0] for h in headers])
+    out.uvarint_chunk([h[1] for h in headers])
+    out.delta_varint_chunk([h[2] for h in headers])
+    # Term ids: all schemas (header order), then all tables, then column names (§3.2).
+    out.delta_varint_chunk([terms.nullable(h[3]) for h in headers])
+    out.delta_varint_chunk([terms.nullable(h[4]) for h in headers])
+    header_size = len(out) - start
+    body_sizes: list[int] = []
+    group_tables: list[list[int]] = []
+    term_id = terms.id
+    for body in bodies:
+        body_start = len(out)
+        if isinstance(body, bytes):
+            out.raw(body)
+        else:
+            sizes = []
+            for group in body:
+                group_start = len(out)
+                out.u8(group.group_type)
+                out.uvarint(len(group.names))
+                out.delta_varint_chunk([term_id(name) for name in group.names])
+                out.uvarint_chunk(group.types)
+                out.uvarint_chunk(group.flags)
+                out.nullable_bytes_chunk(group.values)
+                sizes.append(len(out) - group_start)
+            group_tables.append(sizes)
+        body_sizes.append(len(out) - body_start)
+    dict_start = len(out)
+    if terms.terms:
+        out.uvarint(len(terms.terms))
+        out.string_chunk([_utf8(t, "name") for t in terms.terms])
+    dict_size = len(out) - dict_start
+    tables_start = len(out)
+    for table in ([header_size, dict_size], body_sizes, *group_tables):
+        out.uvarint(len(table))
+        out.delta_varint_chunk(table)
+    out.reversed_uvarint(len(out) - tables_start)
+    return out.getvalue()
+
+
+class Encoder(BaseEncoder):
+    """Craft encoder: rows batched per §3.3, DDL and resolved events as their own messages."""
+
+    PROTOCOL = PROTOCOL
+    OPTIONS = OPTIONS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._plans: dict[int, tuple[TableInfo, dict[str, _ColumnPlan], tuple[_ColumnPlan, ...]]] = {}
+        self._tables = _TableCache()
+
+    # ----------------------------------------------------------------- rows
+    def _plan(self, table_info: TableInfo) -> tuple[dict[str, _ColumnPlan], tuple[_ColumnPlan, ...]]:
+        entry = self._plans.get(id(table_info))
+        if entry is not None and entry[0] is table_info:
+            return entry[1], entry[2]
+        plans = []
+        for column in table_info.columns:
+            if not 0 <= column.type_code <= 0xFF or not 0 <= column.flags <= _UINT64_MAX:
+                raise EncodeError(PROTOCOL, f"column {column.name!r}: type code or flag out of range")
+            plans.append(_ColumnPlan(
+                column.name, len(_utf8(column.name, "column name")), column.type_code, column.flags,
+                _value_encoder(column.type_code, column.flags), bool(column.flags & ColumnFlag.HANDLE_KEY),
+            ))
+        by_name = {p.name: p for p in plans}
+        ordered = tuple(p for p, c in zip(plans, table_info.columns) if not c.virtual)
+        if len(self._plans) >= 1024:
+            self._plans.clear()
+        self._plans[id(table_info)] = (table_info, by_name, ordered)
+        return by_name, ordered
+
+    def _group(
+        self, group_type: int, row: Mapping[str, Value], plan: tuple[dict[str, _ColumnPlan], tuple[_ColumnPlan, ...]],
+        only_handle_key: bool, event: RowChange,
+    ) -> tuple[_Group, int]:
+        by_name, ordered = plan
+        names: list[str] = []
+        types: list[int] = []
+        flags: list[int] = []
+        values: list[bytes | None] = []
+        estimated = 0
+        present = 0
+        for column in ordered:
+            value = row.get(column.name, _MISSING)
+            if value is _MISSING:
+                continue
+            present += 1
+            if only_handle_key and not column.handle_key:
+                continue
+            raw: bytes | None = None
+            if value is not None and column.encoder is not None:
+                try:
+                    raw = column.encoder(value)
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise EncodeError(
+                        PROTOCOL, f"{event.schema}.{event.table}.{column.name} (type {column.type_code}): {exc}"
+                    ) from None
+            names.append(column.name)
+            types.append(column.type_code)
+            flags.append(column.flag)
+            values.append(raw)
+            # §3.3 estimatedSize: len(name) + len(value) + 16 per encoded column.
+            estimated += column.name_size + (len(raw) if raw is not None else 0) + 16
+        if present != len(row):
+            unknown = [name for name in row if name not in by_name]
+            if unknown:
+                raise EncodeError(PROTOCOL, f"{event.schema}.{event.table}: columns {unknown} are not in table_info")
+        if not names:
+            # TiCDC would panic on the nil column group (model.go newRowChangedMessage).
+            raise EncodeError(PROTOCOL, f"{event.schema}.{event.table}: a column group with no columns")
+        return _Group(group_type, names, types, flags, values, [0] * len(names)), estimated
+
+    def _prepare(self, event: RowChange) -> _PendingRow | None:
+        if event.columns is None and event.pre_columns is None:
+            return None  # §1.3: rows with neither image are dropped before the codec
+        table_info = event.table_info
+        if table_info is None:
+            raise EncodeError(PROTOCOL, f"{event.schema}.{event.table}: craft needs table_info for column types")
+        if not 0 <= event.commit_ts <= _UINT64_MAX:
+            raise EncodeError(PROTOCOL, f"commit_ts {event.commit_ts} outside uint64")
+        plan = self._plan(table_info)
+        groups: list[_Group] = []
+        estimated = 0
+        # §3.2: new group first, then old.
+        if event.columns is not None:
+            group, size = self._group(GROUP_NEW, event.columns, plan, False, event)
+            groups.append(group)
+            estimated += size
+        if event.pre_columns is not None:
+            # Go IsDelete: a pre-image and no post-image.
+            only_handle_key = self.options.delete_only_output_handle_key_columns and not event.columns
+            group, size = self._group(GROUP_OLD, event.pre_columns, plan, only_handle_key, event)
+            groups.append(group)
+            estimated += size
+        schema = event.schema
+        table = event.table
+        partition = event.physical_table_id if table_info.is_partition else _NULL_ID
+        if not _INT64_MIN <= partition <= _INT64_MAX:
+            raise EncodeError(PROTOCOL, f"physical_table_id {partition} outside int64")
+        # §3.3: 32 + len(schema) + len(table) per row (appendHeader).
+        estimated += 32 + len(_utf8(schema, "schema")) + len(_utf8(table, "table"))
+        return _PendingRow(event.commit_ts, partition, schema, table, groups, estimated)
+
+    @staticmethod
+    def _rows_message(rows: list[_PendingRow], events: list[Event]) -> Message:
+        value = _assemble(
+            [(r.commit_ts, EVENT_ROW, r.partition, r.schema, r.table) for r in rows], [r.groups for r in rows],
+        )
+        return Message(None, value, tuple(events))
+
+    @staticmethod
+    def _ddl_value(event: DDLEvent) -> bytes:
+        if not 0 <= event.commit_ts <= _UINT64_MAX or not 0 <= event.ddl_type <= _UINT64_MAX:
+            raise EncodeError(PROTOCOL, "DDL commit_ts or ddl_type outside uint64")
+        # §3.2 DDL body = uvarint ActionType ‖ uvarint len ‖ query.
+        body = CraftWriter()
+        body.uvarint(event.ddl_type)
+        body.string(_utf8(event.query, "DDL query"))
+        return _assemble([(event.commit_ts, EVENT_DDL, _NULL_ID, event.schema, event.table)], [body.getvalue()])
+
+    @staticmethod
+    def _resolved_value(event: Watermark) -> bytes:
+        if not 0 <= event.resolved_ts <= _UINT64_MAX:
+            raise EncodeError(PROTOCOL, f"resolved_ts {event.resolved_ts} outside uint64")
+        # §3.2 resolved: partition, schema and table all -1, empty body.
+        return _assemble([(event.resolved_ts, EVENT_RESOLVED, _NULL_ID, "", "")], [b""])
+
+    def encode(self, events: Iterable[Event]) -> list[Message]:
+        """Encode events of one topic partition: rows batched (§3.3), DDL/resolved alone."""
+        max_bytes = self.options.max_message_bytes
+        max_rows = self.options.max_batch_size
+        messages: list[Message] = []
+        rows: list[_PendingRow] = []
+        carried: list[Event] = []
+        estimated = 0
+        for event in events:
+            if isinstance(event, RowChange):
+                pending = self._prepare(event)
+                if pending is None:
+                    continue
+                rows.append(pending)
+                carried.append(event)
+                estimated += pending.estimated_size
+                # §3.3: checked after adding, so one message may exceed the limit.
+                if estimated > max_bytes or len(rows) >= max_rows:
+                    messages.append(self._rows_message(rows, carried))
+                    rows, carried, estimated = [], [], 0
+                continue
+            if rows:  # keep the stream order: rows before a later DDL/resolved
+                messages.append(self._rows_message(rows, carried))
+                rows, carried, estimated = [], [], 0
+            if isinstance(event, DDLEvent):
+                messages.append(Message(None, self._ddl_value(event), (event,)))
+            elif isinstance(event, Watermark):
+                messages.append(Message(None, self._resolved_value(event), (event,)))
+            # Bootstrap is Simple-only: craft emits nothing for it.
+        if rows:  # Build() flushes the remainder
+            messages.append(self._rows_message(rows, carried))
+        return messages
+
+    def project(self, event: Event) -> Event | None:
+        """The event as craft's decoder returns it.
+
+        Rows: op follows the images present; table_info is rebuilt from names, type codes and
+        flags (charset from the Binary flag, PK from the PrimaryKey flags); table_id and row_id
+        are 0, physical_table_id is the partition id (0 when not partitioned); FLOAT comes back
+        as float64 (the float32 widened, §3.2); NULL/GEOMETRY/unknown types come back None;
+        string types are bytes; with delete-only-output-handle-key-columns a DELETE keeps only
+        handle-key columns; a DELETE of handle-key columns only is ``handle_key_only``.
+        DDL keeps query, type, commit_ts, schema and table only. Bootstrap: None.
+        """
+        if isinstance(event, RowChange):
+            pending = self._prepare(event)
+            if pending is None:
+                return None
+            return _row_event(
+                pending.commit_ts, pending.partition, pending.schema, pending.table, pending.groups, self._tables,
+            )
+        if isinstance(event, DDLEvent):
+            return DDLEvent(
+                query=event.query, ddl_type=event.ddl_type, commit_ts=event.commit_ts,
+                schema=event.schema, table=event.table,
+            )
+        if isinstance(event, Watermark):
+            return Watermark(resolved_ts=event.resolved_ts)
+        return None
+
+
+# --------------------------------------------------------------------------- decoder
+class Decoder(BaseDecoder):
+    """Craft decoder: one message → its row, DDL and resolved events in order."""
+
+    PROTOCOL = PROTOCOL
+    OPTIONS = OPTIONS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tables = _TableCache()
+
+    def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
+        """Decode one craft message (the key is nil and ignored); bad bytes raise DecodeError."""
+        wire = _parse(value)
+        cache = self._tables
+        return [_wire_to_event(event, cache) for event in wire.events]
+
+
+def encode(events: Iterable[Event], **options: Any) -> list[Message]:
+    """Encode ``events`` with a one-shot craft encoder."""
+    return Encoder(options).encode(events)
+
+
+def decode(value: bytes | None, key: bytes | None = None, **options: Any) -> list[Event]:
+    """Decode one craft message with a one-shot decoder."""
+    return Decoder(options).decode(value, key)
+
+
+def _explain_value(type_code: int, flag: int, raw: bytes | None, at: int) -> Any:
+    value = decode_value(type_code, flag, raw, at)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"hex": value.hex()}
+    return value
+
+
+def explain(value: bytes | None, key: bytes | None = None) -> dict[str, Any]:
+    """The wire structure of a craft message: version, size tables, term dictionary, events."""
+    wire = _parse(value)
+    events: list[dict[str, Any]] = []
+    for event in wire.events:
+        item: dict[str, Any] = {
+            "commit_ts": event.commit_ts, "type": _EVENT_NAMES[event.event_type], "partition": event.partition,
+            "schema": event.schema, "table": event.table,
+        }
+        if event.event_type == EVENT_ROW:
+            item["column_groups"] = [
+                {
+                    "group_type": _GROUP_NAMES[group.group_type],
+                    "columns": [
+                        {
+                            "name": name, "type": type_code, "flag": flag,
+                            "raw_hex": None if raw is None else raw.hex(),
+                            "value": _explain_value(type_code, flag, raw, at),
+                        }
+                        for name, type_code, flag, raw, at in zip(
+                            group.names, group.types, group.flags, group.values, group.offsets,
+                        )
+                    ],
+                }
+                for group in event.groups
+            ]
+        elif event.event_type == EVENT_DDL:
+            item["ddl_type"] = event.ddl_type
+            item["query"] = event.query
+        events.append(item)
+    return {
+        "version": wire.version, "size_tables": wire.size_tables, "term_dictionary": wire.terms, "events": events,
+    }
