@@ -10,10 +10,10 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import row_changes, tsos
 
-from pyticdc import DecodeError, DDLEvent, Event, RowChange, Watermark
+from pyticdc import DDLEvent, DecodeError, Event, RowChange, Watermark
 from pyticdc.codec import built_protocols, make_decoder, make_encoder
+from strategies import row_changes, tsos
 
 PROTOCOLS = built_protocols()
 # Option sets each protocol is exercised with (TiCDC names); the first is the default.

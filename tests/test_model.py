@@ -43,8 +43,9 @@ def make_row() -> RowChange:
 
 
 def test_events_pickle_round_trip_exactly() -> None:
-    events = [make_row(), DDLEvent(query="create table t(id int)", ddl_type=3, commit_ts=TSO, schema="test",
-                                   table="t", table_info=TABLE), Watermark(resolved_ts=TSO), Bootstrap(table_info=TABLE),
+    ddl = DDLEvent(query="create table t(id int)", ddl_type=3, commit_ts=TSO, schema="test", table="t",
+                   table_info=TABLE)
+    events = [make_row(), ddl, Watermark(resolved_ts=TSO), Bootstrap(table_info=TABLE),
               KafkaRecord(topic="x", partition=1, offset=5, key=None, value=b"v")]
     for event in events:
         clone = pickle.loads(pickle.dumps(event))

@@ -20,7 +20,7 @@ def test_ticdc_spellings_and_python_names_resolve_to_the_same_option() -> None:
 
 
 def test_unknown_option_names_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match="unknown option 'enable-tidb-extention'.*enable-tidb-extension"):
+    with pytest.raises(ConfigError, match=r"unknown option 'enable-tidb-extention'.*enable-tidb-extension"):
         parse_options("canal-json", ALL, {"enable-tidb-extention": True})
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from pyticdc.codec import built_protocols, canonical_protocol
 from pyticdc.vectors import adapter_name, check_file
 from pyticdc.vectors.inputs import events_from_vector
-
-import orjson
 
 VECTOR_FILES = sorted(
     p for p in (Path(__file__).resolve().parents[2] / "shared" / "vectors").glob("*.json")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import accumulate, chain, pairwise
 from typing import Any, Final, NamedTuple, NoReturn
 
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, Message
@@ -161,41 +162,43 @@ class CraftWriter:
         """§3.1 reversed uvarint: the uvarint bytes in reverse order (the trailing size)."""
         self.buf += uvarint_bytes(value)[::-1]
 
-    def uvarint_chunk(self, values: Iterable[int]) -> None:
+    def uvarint_chunk(self, values: Sequence[int]) -> None:
         """§3.1 chunk of uvarints."""
-        self.buf += b"".join(map(uvarint_bytes, values))
+        # Fast path: every value fits one byte (type codes, small flags, ids, lengths).
+        if not values or (min(values) >= 0 and max(values) < 0x80):
+            self.buf += bytes(values)
+        else:
+            self.buf += b"".join(map(uvarint_bytes, values))
 
-    def varint_chunk(self, values: Iterable[int]) -> None:
+    def varint_chunk(self, values: Sequence[int]) -> None:
         """§3.1 chunk of zigzag varints."""
-        self.buf += b"".join(map(varint_bytes, values))
+        if values and (min(values) < _INT64_MIN or max(values) > _INT64_MAX):
+            raise OverflowError("varint outside the int64 range")
+        self.uvarint_chunk([(v << 1) ^ (v >> 63) for v in values])
 
     def delta_uvarint_chunk(self, values: Sequence[int]) -> None:
         """§3.1 delta uvarint chunk: first value, then ``v[i]-v[i-1]`` mod 2**64 (commit ts)."""
-        last = 0
-        parts = []
-        for value in values:
-            parts.append(uvarint_bytes((value - last) & _MASK64))
-            last = value
-        self.buf += b"".join(parts)
+        deltas = [b - a for a, b in zip(chain((0,), values), values)]
+        if deltas and min(deltas) < 0:
+            deltas = [d & _MASK64 for d in deltas]
+        self.uvarint_chunk(deltas)
 
     def delta_varint_chunk(self, values: Sequence[int]) -> None:
-        """§3.1 delta varint chunk: first value, then ``v[i]-v[i-1]`` as int64 (ids, sizes)."""
-        last = 0
-        parts = []
-        for value in values:
-            parts.append(varint_bytes(_wrap_int64(value - last)))
-            last = value
-        self.buf += b"".join(parts)
+        """§3.1 delta varint chunk: first value, then ``v[i]-v[i-1]`` as Go int64 (ids, sizes)."""
+        deltas = [b - a for a, b in zip(chain((0,), values), values)]
+        if deltas and (min(deltas) < _INT64_MIN or max(deltas) > _INT64_MAX):
+            deltas = [_wrap_int64(d) for d in deltas]
+        self.varint_chunk(deltas)
 
     def string_chunk(self, values: Sequence[bytes]) -> None:
         """§3.1 string chunk: all lengths as uvarint, then all bytes (term dictionary)."""
-        self.buf += b"".join(uvarint_bytes(len(v)) for v in values)
+        self.uvarint_chunk([len(v) for v in values])
         self.buf += b"".join(values)
 
     def nullable_bytes_chunk(self, values: Sequence[bytes | None]) -> None:
         """§3.1 nullable bytes chunk: all lengths as varint (-1 = NULL), then the bytes (values)."""
-        self.buf += b"".join(_SMALL_UVARINTS[1] if v is None else varint_bytes(len(v)) for v in values)
-        self.buf += b"".join(v for v in values if v is not None)
+        self.varint_chunk([-1 if v is None else len(v) for v in values])
+        self.buf += b"".join([v for v in values if v is not None])
 
 
 class CraftReader:
@@ -324,64 +327,95 @@ class CraftReader:
     def uvarint_chunk(self, count: int) -> list[int]:
         """§3.1 chunk of ``count`` uvarints."""
         self._check_count(count)
-        read = self.uvarint
-        return [read() for _ in range(count)]
+        pos = self.pos
+        region = self.buf[pos:pos + count]
+        # Fast path: ``count`` one-byte uvarints, read at C speed.
+        if not region or max(region) < 0x80:
+            self.pos = pos + count
+            return list(region)
+        buf = self.buf
+        end = self.end
+        out: list[int] = []
+        append = out.append
+        for _ in range(count):
+            if pos < end:
+                byte = buf[pos]
+                if byte < 0x80:
+                    append(byte)
+                    pos += 1
+                    continue
+                if pos + 1 < end and buf[pos + 1] < 0x80:  # two bytes: type codes >= 128, flags
+                    append((byte & 0x7F) | (buf[pos + 1] << 7))
+                    pos += 2
+                    continue
+            self.pos = pos
+            append(self.uvarint())
+            pos = self.pos
+        self.pos = pos
+        return out
 
     def varint_chunk(self, count: int) -> list[int]:
         """§3.1 chunk of ``count`` zigzag varints."""
-        self._check_count(count)
-        read = self.varint
-        return [read() for _ in range(count)]
+        return [(v >> 1) ^ -(v & 1) for v in self.uvarint_chunk(count)]
 
     def delta_uvarint_chunk(self, count: int) -> list[int]:
         """§3.1 delta uvarint chunk, summed mod 2**64 like Go's uint64."""
-        self._check_count(count)
-        read = self.uvarint
-        out = []
-        last = 0
-        for _ in range(count):
-            last = (last + read()) & _MASK64
-            out.append(last)
+        out = list(accumulate(self.uvarint_chunk(count)))
+        if out and max(out) > _MASK64:
+            out = [v & _MASK64 for v in out]
         return out
 
     def delta_varint_chunk(self, count: int) -> list[int]:
         """§3.1 delta varint chunk, summed as Go int64 (wrapping)."""
-        self._check_count(count)
-        read = self.varint
-        out = []
-        last = 0
-        for _ in range(count):
-            last = _wrap_int64(last + read())
-            out.append(last)
+        out = list(accumulate(self.varint_chunk(count)))
+        if out and (min(out) < _INT64_MIN or max(out) > _INT64_MAX):
+            out = [_wrap_int64(v) for v in out]
         return out
 
     def string_chunk(self, count: int) -> list[bytes]:
         """§3.1 string chunk: ``count`` uvarint lengths, then the bytes."""
         at = self.pos
         lengths = self.uvarint_chunk(count)
-        if sum(lengths) > self.end - self.pos:
+        if any(size > _MAX_INT32 for size in lengths):
+            _fail("length is greater than max int32", at)
+        pos = self.pos
+        if sum(lengths) > self.end - pos:
             _fail("string chunk longer than the bytes left", at)
-        take = self.take
-        return [take(size) for size in lengths]
+        buf = self.buf
+        ends = list(accumulate(lengths, initial=pos))
+        self.pos = ends[-1]
+        return [buf[a:b] for a, b in pairwise(ends)]
 
     def nullable_lengths(self, count: int) -> list[int]:
         """The varint lengths of a nullable bytes chunk (-1 = NULL), checked against the bytes left."""
         at = self.pos
         lengths = self.varint_chunk(count)
-        total = 0
-        for size in lengths:
-            if size < -1 or size > _MAX_INT32:
-                _fail(f"invalid nullable length {size}", at)
-            if size > 0:
-                total += size
-        if total > self.end - self.pos:
+        if lengths and (min(lengths) < -1 or max(lengths) > _MAX_INT32):
+            _fail("invalid nullable length", at)
+        if sum(lengths) + lengths.count(-1) > self.end - self.pos:
             _fail("nullable bytes chunk longer than the bytes left", at)
         return lengths
 
     def nullable_bytes_chunk(self, count: int) -> list[bytes | None]:
         """§3.1 nullable bytes chunk: ``count`` varint lengths (-1 = NULL), then the bytes."""
-        take = self.take
-        return [None if size == -1 else take(size) for size in self.nullable_lengths(count)]
+        return _nullable_values(self, self.nullable_lengths(count))[0]
+
+
+def _nullable_values(reader: CraftReader, lengths: list[int]) -> tuple[list[bytes | None], list[int]]:
+    """The values of a nullable bytes chunk after its (checked) lengths, and each value's offset."""
+    buf = reader.buf
+    pos = reader.pos
+    values: list[bytes | None] = []
+    offsets: list[int] = []
+    for size in lengths:
+        offsets.append(pos)
+        if size < 0:
+            values.append(None)
+        else:
+            values.append(buf[pos:pos + size])
+            pos += size
+    reader.pos = pos
+    return values, offsets
 
 
 # --------------------------------------------------------------------------- values
@@ -469,8 +503,11 @@ def encode_value(type_code: int, flag: int, value: Value) -> bytes | None:
 
 
 def _exact_uvarint(raw: bytes, at: int) -> int:
-    if len(raw) == 1 and raw[0] < 0x80:
+    size = len(raw)
+    if size == 1 and raw[0] < 0x80:
         return raw[0]
+    if size == 2 and raw[0] >= 0x80 and raw[1] < 0x80:
+        return (raw[0] & 0x7F) | (raw[1] << 7)
     reader = CraftReader(raw)
     try:
         value = reader.uvarint()
@@ -547,6 +584,8 @@ class _Group(NamedTuple):
     values: list[bytes | None]
     #: Absolute byte offset of each value (for errors); 0 for groups built by the encoder.
     offsets: list[int]
+    #: The encoder's precomputed type and flag chunks for a full image (speed only).
+    blob: bytes | None = None
 
 
 class _WireEvent(NamedTuple):
@@ -558,7 +597,6 @@ class _WireEvent(NamedTuple):
     groups: list[_Group]
     ddl_type: int
     query: str
-    at: int
 
 
 class _Wire(NamedTuple):
@@ -602,15 +640,10 @@ def _parse_group(buf: bytes, start: int, end: int, terms: list[str]) -> _Group:
     names = _terms(reader.delta_varint_chunk(count), terms, at)
     at = reader.pos
     types = reader.uvarint_chunk(count)
-    if any(t > 0xFF for t in types):
+    if max(types) > 0xFF:
         _fail("column type code does not fit in a byte", at)
     flags = reader.uvarint_chunk(count)
-    lengths = reader.nullable_lengths(count)
-    values: list[bytes | None] = []
-    offsets: list[int] = []
-    for size in lengths:
-        offsets.append(reader.pos)
-        values.append(None if size == -1 else reader.take(size))
+    values, offsets = _nullable_values(reader, reader.nullable_lengths(count))
     reader.expect_end("column group")
     if len(set(names)) != count:
         _fail("duplicate column name in a column group", start)
@@ -693,7 +726,7 @@ def _parse(value: bytes | bytearray | memoryview | None) -> _Wire:
         if event_type == EVENT_ROW:
             group_sizes = size_tables[2 + i]
             if any(s <= 0 for s in group_sizes) or sum(group_sizes) != size:
-                _fail(f"column group sizes {group_sizes} do not match body size {size}", offset)
+                _fail(f"{len(group_sizes)} column group sizes do not add up to the body size {size}", offset)
             group_at = offset
             seen: set[int] = set()
             for group_size in group_sizes:
@@ -705,37 +738,62 @@ def _parse(value: bytes | bytearray | memoryview | None) -> _Wire:
                 group_at += group_size
         elif event_type == EVENT_DDL:
             body = CraftReader(buf, offset, end)
+            at = body.pos
             ddl_type = body.uvarint()
+            if ddl_type > 0xFF:  # TiDB ActionType is a byte
+                _fail(f"DDL type {ddl_type} does not fit in a byte", at)
             query = go_string(body.string())
             body.expect_end("DDL body")
         elif size:
             _fail("resolved event with a non-empty body", offset)
         events.append(_WireEvent(
-            commit_ts[i], event_type, partitions[i], schemas[i], tables[i], groups, ddl_type, query, offset,
+            commit_ts[i], event_type, partitions[i], schemas[i], tables[i], groups, ddl_type, query,
         ))
         offset = end
     return _Wire(version, size_tables, terms, events)
 
 
 # --------------------------------------------------------------------------- model
+class _TableEntry(NamedTuple):
+    table_info: TableInfo
+    decoders: list[ValueDecoder]
+
+
 class _TableCache:
-    """Synthesized TableInfo per (schema, table, partition, column names/types/flags), bounded."""
+    """Synthesized TableInfo and value decoders per (schema, table, partition, names/types/flags), bounded."""
 
     __slots__ = ("_cache",)
     _LIMIT: Final = 4096
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[Any, ...], TableInfo] = {}
+        self._cache: dict[tuple[Any, ...], _TableEntry] = {}
 
-    def get(self, schema: str, table: str, partition: int, group: _Group) -> TableInfo:
-        """The TableInfo the decoder reports for a group's columns."""
+    def get(self, schema: str, table: str, partition: int, group: _Group) -> _TableEntry:
+        """The TableInfo the decoder reports for a group's columns, and their value decoders."""
         key = (schema, table, partition, tuple(group.names), tuple(group.types), tuple(group.flags))
         found = self._cache.get(key)
         if found is None:
             if len(self._cache) >= self._LIMIT:
                 self._cache.clear()
-            found = self._cache[key] = _synthesize_table(schema, table, partition, group)
+            found = self._cache[key] = _TableEntry(
+                _synthesize_table(schema, table, partition, group),
+                [_value_decoder(t, f) for t, f in zip(group.types, group.flags)],
+            )
         return found
+
+    def decoders(self, group: _Group) -> list[ValueDecoder]:
+        """Value decoders for a group's columns (the image that did not name the table)."""
+        key = (tuple(group.types), tuple(group.flags))
+        found = self._cache.get(key)
+        if found is None:
+            if len(self._cache) >= self._LIMIT:
+                self._cache.clear()
+            decoders = [_value_decoder(t, f) for t, f in zip(group.types, group.flags)]
+            found = self._cache[key] = _TableEntry(_EMPTY_TABLE, decoders)
+        return found.decoders
+
+
+_EMPTY_TABLE: Final = TableInfo(schema="", table="")
 
 
 def _synthesize_table(schema: str, table: str, partition: int, group: _Group) -> TableInfo:
@@ -757,11 +815,10 @@ def _synthesize_table(schema: str, table: str, partition: int, group: _Group) ->
     )
 
 
-def _group_row(group: _Group) -> Row:
-    values = []
-    for type_code, flag, raw, at in zip(group.types, group.flags, group.values, group.offsets):
-        values.append(None if raw is None else _value_decoder(type_code, flag)(raw, at))
-    return Row(zip(group.names, values))
+def _group_row(group: _Group, decoders: list[ValueDecoder]) -> Row:
+    return Row(zip(group.names, [
+        None if raw is None else decoder(raw, at) for decoder, raw, at in zip(decoders, group.values, group.offsets)
+    ]))
 
 
 def _row_event(
@@ -780,16 +837,16 @@ def _row_event(
     # Like the Go decoder, the table comes from the old image when there is one.
     source = old if old is not None else new
     assert source is not None  # _parse guarantees at least one group
-    table_info = cache.get(schema_name, table_name, partition, source)
+    entry = cache.get(schema_name, table_name, partition, source)
     # A DELETE whose every column is a handle key carries (at most) the handle: the
     # delete-only-output-handle-key-columns shape, flagged without needing the encoder's options.
     handle_key_only = op is Op.DELETE and all(f & ColumnFlag.HANDLE_KEY for f in source.flags)
     return RowChange(
         op=op, schema=schema_name, table=table_name, commit_ts=commit_ts,
-        columns=None if new is None else _group_row(new),
-        pre_columns=None if old is None else _group_row(old),
+        columns=None if new is None else _group_row(new, entry.decoders if new is source else cache.decoders(new)),
+        pre_columns=None if old is None else _group_row(old, entry.decoders),
         table_id=0, physical_table_id=partition if partition >= 0 else 0, row_id=0,
-        table_info=table_info, handle_key_only=handle_key_only,
+        table_info=entry.table_info, handle_key_only=handle_key_only,
     )
 
 
@@ -813,6 +870,34 @@ class _ColumnPlan(NamedTuple):
     flag: int
     encoder: ValueEncoder | None
     handle_key: bool
+
+
+class _TablePlan:
+    """Per-TableInfo encoding plan: columns in table order (virtual ones never carry values)."""
+
+    __slots__ = ("by_name", "fixed_size", "full_blob", "full_flags", "full_names", "full_types", "ordered")
+
+    def __init__(self, table_info: TableInfo) -> None:
+        plans = []
+        for column in table_info.columns:
+            if not 0 <= column.type_code <= 0xFF or not 0 <= column.flags <= _UINT64_MAX:
+                raise EncodeError(PROTOCOL, f"column {column.name!r}: type code or flag out of range")
+            plans.append(_ColumnPlan(
+                column.name, len(_utf8(column.name, "column name")), column.type_code, column.flags,
+                _value_encoder(column.type_code, column.flags), bool(column.flags & ColumnFlag.HANDLE_KEY),
+            ))
+        self.by_name = {p.name: p for p in plans}
+        self.ordered = tuple(p for p, c in zip(plans, table_info.columns) if not c.virtual)
+        # A full image (the usual case) reuses these instead of rebuilding them per row.
+        self.full_names = [p.name for p in self.ordered]
+        self.full_types = [p.type_code for p in self.ordered]
+        self.full_flags = [p.flag for p in self.ordered]
+        chunk = CraftWriter()
+        chunk.uvarint_chunk(self.full_types)
+        chunk.uvarint_chunk(self.full_flags)
+        self.full_blob = chunk.getvalue()
+        # §3.3 estimatedSize: len(name) + 16 per column, plus len(value) added per row.
+        self.fixed_size = sum(p.name_size + 16 for p in self.ordered)
 
 
 class _PendingRow(NamedTuple):
@@ -881,8 +966,11 @@ def _assemble(headers: Sequence[tuple[int, int, int, str, str]], bodies: Sequenc
                 out.u8(group.group_type)
                 out.uvarint(len(group.names))
                 out.delta_varint_chunk([term_id(name) for name in group.names])
-                out.uvarint_chunk(group.types)
-                out.uvarint_chunk(group.flags)
+                if group.blob is not None:
+                    out.raw(group.blob)
+                else:
+                    out.uvarint_chunk(group.types)
+                    out.uvarint_chunk(group.flags)
                 out.nullable_bytes_chunk(group.values)
                 sizes.append(len(out) - group_start)
             group_tables.append(sizes)
@@ -908,69 +996,62 @@ class Encoder(BaseEncoder):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._plans: dict[int, tuple[TableInfo, dict[str, _ColumnPlan], tuple[_ColumnPlan, ...]]] = {}
+        self._plans: dict[int, tuple[TableInfo, _TablePlan]] = {}
         self._tables = _TableCache()
 
     # ----------------------------------------------------------------- rows
-    def _plan(self, table_info: TableInfo) -> tuple[dict[str, _ColumnPlan], tuple[_ColumnPlan, ...]]:
+    def _plan(self, table_info: TableInfo) -> _TablePlan:
         entry = self._plans.get(id(table_info))
         if entry is not None and entry[0] is table_info:
-            return entry[1], entry[2]
-        plans = []
-        for column in table_info.columns:
-            if not 0 <= column.type_code <= 0xFF or not 0 <= column.flags <= _UINT64_MAX:
-                raise EncodeError(PROTOCOL, f"column {column.name!r}: type code or flag out of range")
-            plans.append(_ColumnPlan(
-                column.name, len(_utf8(column.name, "column name")), column.type_code, column.flags,
-                _value_encoder(column.type_code, column.flags), bool(column.flags & ColumnFlag.HANDLE_KEY),
-            ))
-        by_name = {p.name: p for p in plans}
-        ordered = tuple(p for p, c in zip(plans, table_info.columns) if not c.virtual)
+            return entry[1]
+        plan = _TablePlan(table_info)
         if len(self._plans) >= 1024:
             self._plans.clear()
-        self._plans[id(table_info)] = (table_info, by_name, ordered)
-        return by_name, ordered
+        self._plans[id(table_info)] = (table_info, plan)
+        return plan
 
+    @staticmethod
     def _group(
-        self, group_type: int, row: Mapping[str, Value], plan: tuple[dict[str, _ColumnPlan], tuple[_ColumnPlan, ...]],
-        only_handle_key: bool, event: RowChange,
+        group_type: int, row: Mapping[str, Value], plan: _TablePlan, only_handle_key: bool, event: RowChange,
     ) -> tuple[_Group, int]:
-        by_name, ordered = plan
-        names: list[str] = []
-        types: list[int] = []
-        flags: list[int] = []
+        ordered = plan.ordered
+        chosen: list[_ColumnPlan] = []
         values: list[bytes | None] = []
         estimated = 0
         present = 0
-        for column in ordered:
-            value = row.get(column.name, _MISSING)
-            if value is _MISSING:
-                continue
-            present += 1
-            if only_handle_key and not column.handle_key:
-                continue
-            raw: bytes | None = None
-            if value is not None and column.encoder is not None:
-                try:
-                    raw = column.encoder(value)
-                except (TypeError, ValueError, OverflowError) as exc:
-                    raise EncodeError(
-                        PROTOCOL, f"{event.schema}.{event.table}.{column.name} (type {column.type_code}): {exc}"
-                    ) from None
-            names.append(column.name)
-            types.append(column.type_code)
-            flags.append(column.flag)
-            values.append(raw)
-            # §3.3 estimatedSize: len(name) + len(value) + 16 per encoded column.
-            estimated += column.name_size + (len(raw) if raw is not None else 0) + 16
+        column = ordered[0] if ordered else None
+        try:
+            for column in ordered:
+                value = row.get(column.name, _MISSING)
+                if value is _MISSING:
+                    continue
+                present += 1
+                if only_handle_key and not column.handle_key:
+                    continue
+                raw = None if value is None or column.encoder is None else column.encoder(value)
+                chosen.append(column)
+                values.append(raw)
+                if raw is not None:
+                    estimated += len(raw)
+        except (TypeError, ValueError, OverflowError) as exc:
+            where = f"{event.schema}.{event.table}.{column.name if column else '?'}"
+            raise EncodeError(PROTOCOL, f"{where} (type {column.type_code if column else '?'}): {exc}") from None
         if present != len(row):
-            unknown = [name for name in row if name not in by_name]
+            unknown = [name for name in row if name not in plan.by_name]
             if unknown:
                 raise EncodeError(PROTOCOL, f"{event.schema}.{event.table}: columns {unknown} are not in table_info")
-        if not names:
+        if not chosen:
             # TiCDC would panic on the nil column group (model.go newRowChangedMessage).
             raise EncodeError(PROTOCOL, f"{event.schema}.{event.table}: a column group with no columns")
-        return _Group(group_type, names, types, flags, values, [0] * len(names)), estimated
+        offsets = [0] * len(chosen)
+        if len(chosen) == len(ordered):
+            group = _Group(group_type, plan.full_names, plan.full_types, plan.full_flags, values, offsets,
+                           plan.full_blob)
+            return group, estimated + plan.fixed_size
+        group = _Group(group_type, [c.name for c in chosen], [c.type_code for c in chosen],
+                       [c.flag for c in chosen], values, offsets)
+        # §3.3 estimatedSize: len(name) + len(value) + 16 per encoded column.
+        return group, estimated + sum(c.name_size + 16 for c in chosen)
 
     def _prepare(self, event: RowChange) -> _PendingRow | None:
         if event.columns is None and event.pre_columns is None:
@@ -1012,8 +1093,10 @@ class Encoder(BaseEncoder):
 
     @staticmethod
     def _ddl_value(event: DDLEvent) -> bytes:
-        if not 0 <= event.commit_ts <= _UINT64_MAX or not 0 <= event.ddl_type <= _UINT64_MAX:
-            raise EncodeError(PROTOCOL, "DDL commit_ts or ddl_type outside uint64")
+        if not 0 <= event.commit_ts <= _UINT64_MAX:
+            raise EncodeError(PROTOCOL, f"DDL commit_ts {event.commit_ts} outside uint64")
+        if not 0 <= event.ddl_type <= 0xFF:  # TiDB ActionType is a byte
+            raise EncodeError(PROTOCOL, f"DDL type {event.ddl_type} is not a TiDB ActionType (0..255)")
         # §3.2 DDL body = uvarint ActionType ‖ uvarint len ‖ query.
         body = CraftWriter()
         body.uvarint(event.ddl_type)
