@@ -48,9 +48,14 @@ def test_vector_inputs_build_valid_events() -> None:
     """The normalized input layout converts into model events for every encode case with a table."""
     converted = 0
     for path in VECTOR_FILES:
-        for case in orjson.loads(path.read_bytes()).get("cases", []):
+        meta = orjson.loads(path.read_bytes())
+        if "protocol" not in meta:
+            continue  # dispatch and other non-codec layouts
+        for case in meta.get("cases", []):
             inp = case.get("input")
-            if case.get("direction", "encode") == "encode" and isinstance(inp, dict) and "table" in inp:
+            if case.get("direction", "encode") == "encode" and isinstance(inp, dict) and "events" in inp:
+                if "column_groups" in str(inp):
+                    continue  # craft's wire-model layout, converted by its adapter
                 events = events_from_vector(inp)
                 assert len(events) == len(inp["events"])
                 converted += 1

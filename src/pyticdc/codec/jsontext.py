@@ -116,6 +116,15 @@ def shortest_repr(value: float, bits: int) -> str:
         text = f"{target:.{precision - 1}e}"
         if float32_round(float(text)) == target:
             return text
+        # At a power of two the float32 rounding interval is twice as wide above as below, so
+        # the next digits up (or down) can round-trip where the nearest do not; Go's shortest
+        # formatting finds them (2**-96 -> 1.2621775e-29, not 1.26217745e-29).
+        nearest = Decimal(text)
+        step = Decimal((0, (1,), nearest.adjusted() - (precision - 1)))
+        for neighbour in (nearest + step, nearest - step):
+            candidate = f"{neighbour:.{precision - 1}e}"
+            if float32_round(float(candidate)) == target:
+                return candidate
     return repr(target)  # unreachable: 9 digits always round-trip a float32
 
 

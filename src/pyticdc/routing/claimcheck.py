@@ -69,7 +69,7 @@ class FileClaimCheckStore:
             # Go json.Marshal of ClaimCheckMessage{Key, Value []byte}: std base64, nil → null, no spaces.
             data = orjson.dumps({
                 "key": None if key is None else base64.b64encode(key).decode("ascii"),
-                "value": None if value is None else base64.b64encode(value).decode("ascii"),
+                "value": base64.b64encode(value).decode("ascii"),
             })
         self.directory.mkdir(parents=True, exist_ok=True)
         target = self.directory / file_name

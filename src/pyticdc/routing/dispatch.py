@@ -6,6 +6,7 @@ Implements reference §1.6 (tiflow ``cdc/sink/dmlsink/mq/dispatcher/{event_route
 
 from __future__ import annotations
 
+import sys
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +17,11 @@ from pyticdc.codec.jsontext import format_float_f
 from pyticdc.model import ColumnFlag, ColumnInfo, ConfigError, IndexInfo, Row, RowChange, TableInfo, TypeCode, Value
 from pyticdc.routing.tablefilter import TableFilter, parse_table_filter
 from pyticdc.routing.topic import TopicDispatcher, make_topic_dispatcher
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 __all__ = [
     "PARTITION_RULES",
@@ -31,6 +37,7 @@ __all__ = [
     "column_value_string",
     "make_partition_dispatcher",
     "normalize_rule",
+    "rules_from_toml",
 ]
 
 #: Partition rule names TiCDC knows (matched case-insensitively); anything else falls back to ``default``.
@@ -188,11 +195,11 @@ class IndexValueDispatcher:
                 f"{table.schema}.{table.table}; indexes: {available}"
             )
         for name in index.columns:
-            column = _column_by_name(table, name)
-            key = column.name if column is not None else name
+            index_column = _column_by_name(table, name)
+            key = index_column.name if index_column is not None else name
             if key not in image:
                 continue  # Go: a nil column of the image is skipped
-            type_code = column.type_code if column is not None else None
+            type_code = index_column.type_code if index_column is not None else None
             # Go hashes the index column's own spelling (IndexColumn.Name.O).
             writes.append((name, column_value_string(image[key], type_code)))
         return writes
@@ -276,7 +283,8 @@ def make_partition_dispatcher(
     Unknown names fall back to ``default`` with a warning, as TiCDC does for Kafka sinks.
     """
     name = rule.lower()
-    if name in ("default", "table"):
+    # An empty rule (a dispatcher entry that only sets a topic) is the default; TiCDC gets there via a warning.
+    if name in ("", "default", "table"):
         return TableDispatcher()
     if name == "ts":
         return TsDispatcher()
@@ -418,3 +426,30 @@ class EventRouter:
                 )
         elif isinstance(dispatcher, ColumnsDispatcher):
             dispatcher.resolve(table)
+
+
+def rules_from_toml(text: str) -> list[DispatchRule]:
+    """The ``[[sink.dispatchers]]`` rules of a TiCDC changefeed config file, with its ``case-sensitive``.
+
+    Accepts the whole changefeed TOML as TiCDC reads it (``matcher``, ``partition`` or the legacy
+    ``dispatcher``, ``topic``, ``index``, ``columns``); other sections are ignored.
+    """
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"changefeed config is not valid TOML: {exc}") from None
+    case_sensitive = document.get("case-sensitive", False)
+    if not isinstance(case_sensitive, bool):
+        raise ConfigError(f"case-sensitive must be true or false, got {case_sensitive!r}")
+    sink = document.get("sink", {})
+    if not isinstance(sink, Mapping):
+        raise ConfigError("[sink] must be a table")
+    entries = sink.get("dispatchers", [])
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise ConfigError("sink.dispatchers must be an array of tables ([[sink.dispatchers]])")
+    rules = []
+    for entry in entries:
+        if "case-sensitive" in entry or "case_sensitive" in entry:
+            raise ConfigError("case-sensitive is a changefeed-level option, not a dispatcher key")
+        rules.append(normalize_rule({**entry, "case_sensitive": case_sensitive}))
+    return rules
