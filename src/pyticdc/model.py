@@ -264,7 +264,8 @@ class Row(dict):  # type: ignore[type-arg]
         return (Row, (dict(self),))
 
     def __hash__(self) -> int:  # type: ignore[override]
-        return hash(tuple(self.items()))
+        # Order-independent, like __eq__: equal rows built in different column orders must hash equal.
+        return hash(frozenset(self.items()))
 
     def __repr__(self) -> str:
         return f"Row({dict.__repr__(self)})"
@@ -349,6 +350,8 @@ class TableInfo(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     indexes: tuple[IndexInfo, ...] = ()
     #: Table comment (Debezium DDL).
     comment: str | None = None
+    #: Table default charset (Debezium DDL ``defaultCharsetName``); "" when unknown.
+    charset: str = ""
 
     @cached_property
     def column_index(self) -> dict[str, int]:
@@ -405,6 +408,10 @@ class RowChange(msgspec.Struct, frozen=True, kw_only=True):
     handle_key_only: bool = False
     #: Where the full message was stored (large-message claim-check), if anywhere.
     claim_check_location: str | None = None
+    #: Schema version (TiDB UpdateTS) the row was written under, where the protocol carries it
+    #: (Simple ``schemaVersion``); lets a consumer match a row decoded before its schema arrived
+    #: to the right BOOTSTRAP/DDL. 0 when unknown.
+    schema_version: int = 0
 
     @property
     def kind(self) -> str:
