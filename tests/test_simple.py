@@ -103,7 +103,8 @@ def _encoder(encoding: str = "json", **options: Any) -> Encoder:
 
 def _decoder(encoding: str = "json", table: TableInfo | None = None, **options: Any) -> Decoder:
     store = options.pop("claim_check", None)
-    decoder = Decoder({"encoding-format": encoding, **options}, claim_check=store)
+    hold = options.pop("hold_unknown_schema", True)
+    decoder = Decoder({"encoding-format": encoding, **options}, claim_check=store, hold_unknown_schema=hold)
     if table is not None:
         decoder.register_table(table)
     return decoder
@@ -351,7 +352,7 @@ def test_rows_before_their_schema_resolve_later(encoding: str) -> None:
     encoder = _encoder(encoding)
     row = _row(Op.UPDATE, VALUES, Row({**VALUES, "id": 7, "u64": 0}))
     value = encoder.encode([row])[0].value
-    decoder = _decoder(encoding)
+    decoder = _decoder(encoding, hold_unknown_schema=False)
     pending = decoder.decode(value)[0]
     assert isinstance(pending, RowChange) and pending.table_info is None
     assert pending.schema_version == TABLE.schema_version and pending.columns is not None
@@ -618,3 +619,40 @@ def test_decode_error_positions() -> None:
         _decoder("json", TableInfo(schema="", table="", columns=TABLE.columns)).decode(
             b'{"type":"INSERT","data":{"i8":"x"}}')
     assert info.value.at == "$.data.i8"
+
+
+def test_dml_before_its_schema_is_held_and_released_typed_by_bootstrap() -> None:
+    """Issue 4: a DML whose schema is unknown is held, never guessed, never dropped silently."""
+    from pyticdc.sample import SAMPLE_TABLE, sample_events
+
+    rows = [e for e in sample_events() if isinstance(e, RowChange)]
+    for encoding in ("json", "avro"):
+        encoder = S.Encoder({"encoding-format": encoding}, clock=lambda: 1, auto_bootstrap=False)
+        row_messages = encoder.encode(rows)
+        bootstrap = encoder.encode([Bootstrap(table_info=SAMPLE_TABLE)])[0]
+        decoder = S.Decoder({"encoding-format": encoding})
+        assert all(decoder.decode(m.value) == [] for m in row_messages)
+        assert len(decoder.held_rows()) == len(rows)
+        released = decoder.decode(bootstrap.value)
+        assert isinstance(released[0], Bootstrap)
+        assert [r.commit_ts for r in released[1:]] == [r.commit_ts for r in rows]
+        assert all(isinstance(r, RowChange) and r.table_info is not None for r in released[1:])
+        assert [dict(r.columns or {}) for r in released[1:]] == [  # type: ignore[union-attr]
+            dict(p.columns or {}) for r in rows if isinstance(p := encoder.project(r), RowChange)]
+        assert decoder.held_rows() == []
+
+
+def test_rows_can_be_returned_untyped_for_a_caller_that_holds_them() -> None:
+    from pyticdc.sample import SAMPLE_TABLE, sample_events
+
+    row = next(e for e in sample_events() if isinstance(e, RowChange))
+    encoder = S.Encoder(clock=lambda: 1, auto_bootstrap=False)
+    decoder = S.Decoder(hold_unknown_schema=False)
+    (untyped,) = decoder.decode(encoder.encode([row])[0].value)
+    assert isinstance(untyped, RowChange) and untyped.table_info is None
+    typed = S.resolve_row(untyped, SAMPLE_TABLE)
+    assert typed.columns == encoder.project(row).columns  # type: ignore[union-attr]
+    held = S.Decoder()
+    assert held.decode(encoder.encode([row])[0].value) == []
+    (given_up,) = held.release_held()
+    assert given_up.table_info is None and held.held_rows() == []

@@ -874,23 +874,53 @@ class Decoder(BaseDecoder):
 
     def __init__(
         self, options: Mapping[str, Any] | CodecOptions | None = None, *,
-        claim_check: ClaimCheckStore | None = None, **kwargs: Any,
+        claim_check: ClaimCheckStore | None = None, hold_unknown_schema: bool = True, **kwargs: Any,
     ) -> None:
         super().__init__(options, claim_check=claim_check, **kwargs)
         self._avro = self.options.encoding_format == "avro"
         self._tables: dict[tuple[str, str, int], TableInfo] = {}
+        #: Hold DML whose (table, schemaVersion) is not known yet until a BOOTSTRAP or DDL brings it
+        #: (the protocol document's second consumption scenario). False: return such rows at once
+        #: with ``table_info=None`` and wire values, for a caller that holds them itself.
+        self.hold_unknown_schema = hold_unknown_schema
+        self._held: dict[tuple[str, str, int], list[RowChange]] = {}
+        self._released: list[RowChange] = []
 
     def register_table(self, table_info: TableInfo) -> None:
-        """Add a schema to the cache under (schema, table, schema_version)."""
-        self._tables[(table_info.schema, table_info.table, table_info.schema_version)] = table_info
+        """Add a schema to the cache under (schema, table, schema_version); held rows it types are released."""
+        key = (table_info.schema, table_info.table, table_info.schema_version)
+        self._tables[key] = table_info
+        for row in self._held.pop(key, ()):
+            self._released.append(resolve_row(row, table_info))
+
+    def held_rows(self) -> list[RowChange]:
+        """Rows still waiting for their schema, in arrival order per table version (never dropped)."""
+        return [row for rows in self._held.values() for row in rows]
+
+    def release_held(self) -> list[RowChange]:
+        """Give up waiting: return every held row untyped (``table_info=None``) and forget them."""
+        rows = self.held_rows()
+        self._held.clear()
+        return rows
 
     def table(self, schema: str, table: str, schema_version: int) -> TableInfo | None:
         """The cached schema of ``schema.table`` at ``schema_version``, if known."""
         return self._tables.get((schema, table, schema_version))
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
-        """Decode one message into one event (DecodeError on bad bytes)."""
-        return [self._event(self._parse(value), allow_claim_check=True)]
+        """Decode one message: its event, then any held rows its schema released (DecodeError on bad bytes).
+
+        With ``hold_unknown_schema`` a DML whose schema is unknown returns ``[]`` and comes back
+        typed, right after the BOOTSTRAP or DDL event that supplies its schema.
+        """
+        event = self._event(self._parse(value), allow_claim_check=True)
+        if self.hold_unknown_schema and isinstance(event, RowChange) and event.table_info is None:
+            self._held.setdefault((event.schema, event.table, event.schema_version), []).append(event)
+            return []
+        if not self._released:
+            return [event]
+        released, self._released = self._released, []
+        return [event, *released]
 
     def _parse(self, value: bytes | None) -> _Wire:
         if not value:
