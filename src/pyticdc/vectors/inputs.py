@@ -109,6 +109,7 @@ def table_from_vector(data: dict[str, Any]) -> TableInfo:
             for i in data.get("indexes", ())
         ),
         comment=data.get("comment"),
+        charset=data.get("charset") or "",
     )
 
 
