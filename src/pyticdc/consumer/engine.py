@@ -115,8 +115,8 @@ class Consumer:
                               f"compact_state={restored.compact}")
         self._compact = compact_state
         old = restored or ConsumerState(protocol=self.protocol, next_offsets={}, resolved={})
-        self._next_offsets = {tp: old.next_offsets.get(tp, 0) for tp in subscription}
-        self._resolved = {tp: old.resolved.get(tp, 0) for tp in subscription}
+        self._next_offsets = {where: old.next_offsets.get(where, 0) for where in subscription}
+        self._resolved = {where: old.resolved.get(where, 0) for where in subscription}
         self._released_ts = old.released_ts
         self._next_seq = old.next_seq
         self._registry = TableRegistry()
@@ -132,7 +132,7 @@ class Consumer:
         self.stats: ConsumerStats = old.stats
         self._waiting = sum(1 for b in old.rows if not b.resolved)
         self._quarantine: list[QuarantinedRecord] = []
-        self._quarantine_marks = {tp: old.quarantine_marks.get(tp, 0) for tp in subscription}
+        self._quarantine_marks = {where: old.quarantine_marks.get(where, 0) for where in subscription}
         self._last_inband: TableInfo | None = None
         # (topic, partition, offset, resolved ts before it) of the record being consumed, and of each DDL.
         self._origin: tuple[str, int, int, int] = ("", -1, -1, 0)
@@ -200,9 +200,9 @@ class Consumer:
         for origin in origins:
             assert origin is not None
             topic, partition, offset, before = origin
-            tp = (topic, partition)
-            if offset < offsets[tp]:
-                offsets[tp], resolved[tp] = offset, before
+            topic_partition = (topic, partition)
+            if offset < offsets[topic_partition]:
+                offsets[topic_partition], resolved[topic_partition] = offset, before
         return encode_state(ConsumerState(
             protocol=self.protocol, next_offsets=offsets, resolved=resolved, released_ts=self._released_ts,
             next_seq=self._next_seq, schemas=self._schemas.to_builtins(), stats=self.stats,
@@ -220,16 +220,16 @@ class Consumer:
     def consume(self, record: RecordLike) -> list[ApplyUnit]:
         """Consume one Kafka record; the apply units it releases, in apply order."""
         topic, partition, offset, key, value = _record_fields(record)
-        tp = (topic, partition)
-        expected = self._next_offsets.get(tp)
+        topic_partition = (topic, partition)
+        expected = self._next_offsets.get(topic_partition)
         if expected is None:
             raise ConfigError(f"record from {topic}[{partition}], which this consumer does not subscribe to")
         self.stats.records += 1
         if offset < expected:
             self.stats.skipped_offsets += 1
             return []
-        self._next_offsets[tp] = offset + 1
-        self._origin = (topic, partition, offset, self._resolved[tp])
+        self._next_offsets[topic_partition] = offset + 1
+        self._origin = (topic, partition, offset, self._resolved[topic_partition])
         reason = ""
         events: list[Event] = []
         try:
@@ -238,38 +238,38 @@ class Consumer:
             reason = str(exc)
         except _DECODER_BUGS as exc:
             reason = f"decoder raised {type(exc).__name__}: {exc}"
-        if reason and offset >= self._quarantine_marks[tp]:
+        if reason and offset >= self._quarantine_marks[topic_partition]:
             # The mark keeps a record re-read after a compact-state resume from being quarantined twice.
-            self._quarantine_marks[tp] = offset + 1
+            self._quarantine_marks[topic_partition] = offset + 1
             self._quarantine.append(QuarantinedRecord(
                 topic=topic, partition=partition, offset=offset, protocol=self.protocol, reason=reason,
                 key=key, value=value,
             ))
         for event in events:
-            self._on_event(event, tp, offset)
+            self._on_event(event, topic_partition, offset)
         return self.release()
 
-    def _on_event(self, event: Event, tp: TopicPartition, offset: int) -> None:
+    def _on_event(self, event: Event, topic_partition: TopicPartition, offset: int) -> None:
         self.stats.events += 1
         if isinstance(event, RowChange):
-            self._on_row(event, tp, offset)
+            self._on_row(event, topic_partition, offset)
         elif isinstance(event, Watermark):
-            if event.resolved_ts > self._resolved[tp]:
-                self._resolved[tp] = event.resolved_ts
+            if event.resolved_ts > self._resolved[topic_partition]:
+                self._resolved[topic_partition] = event.resolved_ts
                 self.stats.watermarks += 1
             else:
                 # A TiCDC restart re-sends older checkpoints: resolved ts never goes back here.
                 self.stats.watermarks_stale += 1
         elif isinstance(event, DDLEvent):
-            self._on_ddl(event, tp)
+            self._on_ddl(event, topic_partition)
         elif isinstance(event, Bootstrap):
             self.stats.bootstraps += 1
             self._resolve_waiting(self._schemas.learn_bootstrap(event))
         else:
             raise TypeError(f"decoder returned a non-event {type(event).__name__}")
 
-    def _on_row(self, row: RowChange, tp: TopicPartition, offset: int) -> None:
-        if row.commit_ts <= self._resolved[tp] or row.commit_ts <= self._released_ts:
+    def _on_row(self, row: RowChange, topic_partition: TopicPartition, offset: int) -> None:
+        if row.commit_ts <= self._resolved[topic_partition] or row.commit_ts <= self._released_ts:
             # This partition promised every change <= its resolved ts was sent before that watermark:
             # the row was buffered then, and this is a re-send from an older checkpoint. (Everything at or
             # below the released ts is applied: a compact-state resume re-reads such rows.)
@@ -284,7 +284,7 @@ class Consumer:
             self._schemas.learn(info, info.schema_version)
         if self._needs_schema(row):
             try:
-                resolved = self._resolve(buffered, tp[0], tp[1], offset)
+                resolved = self._resolve(buffered, topic_partition[0], topic_partition[1], offset)
             except _Unreadable:
                 return
             if resolved is None:
@@ -302,8 +302,8 @@ class Consumer:
             self.stats.rows_awaiting_schema += 1
         self.stats.rows_buffered += 1
 
-    def _on_ddl(self, ddl: DDLEvent, tp: TopicPartition) -> None:
-        if ddl.commit_ts <= self._resolved[tp] or ddl.commit_ts <= self._released_ts:
+    def _on_ddl(self, ddl: DDLEvent, topic_partition: TopicPartition) -> None:
+        if ddl.commit_ts <= self._resolved[topic_partition] or ddl.commit_ts <= self._released_ts:
             self.stats.ddls_replayed += 1
             return
         key = (ddl.commit_ts, ddl.query)
