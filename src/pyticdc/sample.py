@@ -63,7 +63,7 @@ def sample_events() -> list[Event]:
                          physical_table_id=t.table_id, row_id=int(handle),  # type: ignore[call-overload]
                          columns=Row(post) if post else None, pre_columns=Row(pre) if pre else None, table_info=t)
 
-    first = {"id": 1, "customer": "Ada <ada@example.com>".encode(), "amount": "19.99", "quantity": 3,
+    first = {"id": 1, "customer": b"Ada <ada@example.com>", "amount": "19.99", "quantity": 3,
              "rating": 4.5, "created_at": "2025-11-22 08:00:00.125", "status": 1, "note": "首单 & fast".encode(),
              "big": 2**64 - 1}
     second = {"id": 2, "customer": b"Grace", "amount": "1250.00", "quantity": 1, "rating": None,

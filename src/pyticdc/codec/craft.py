@@ -11,10 +11,16 @@ varint must end within 10 bytes. Bad bytes raise only ``DecodeError("craft", rea
 
 from __future__ import annotations
 
+import functools
+import operator
+import re
 import struct
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain, pairwise
-from typing import Any, Final, NamedTuple, NoReturn
+from typing import Any, Final, NamedTuple, NoReturn, cast
+
+from msgspec.structs import replace as _replace
 
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, Message
 from pyticdc.codec.jsontext import float32_round, go_string
@@ -861,6 +867,505 @@ def _wire_to_event(event: _WireEvent, cache: _TableCache) -> Event:
     return Watermark(resolved_ts=event.commit_ts)
 
 
+# --------------------------------------------------------------------------- fast decoder
+# The reference path above (_parse → _wire_to_event) is the specification in code: it checks
+# every §3.2 rule and names the exact failing offset. _FastPath decodes the common message (rows
+# only) with the same rules, but caches what repeats between rows and messages: the term
+# dictionary, each column-group header (names, types, flags → value converters, TableInfo) and
+# each value-length chunk (→ a struct.Struct that slices all values of a group in one C call).
+# It never reports an error itself: whenever anything is unusual it answers None (or raises
+# DecodeError) and Decoder.decode re-decodes the message on the reference path, which then
+# raises the canonical DecodeError or returns the identical events (tests/test_craft.py checks
+# both paths against each other).
+
+_FAST_LIMIT: Final = 1024  # bound of every fast-path cache (cleared when full)
+# §3.1 varint framing: continuation bytes (>= 0x80) then one final byte (< 0x80). In a region
+# that ends with a final byte, findall splits it into exactly its varints; one longer than 10
+# bytes is then refused by the tables below.
+_VARINT_RE: Final = re.compile(rb"[\x80-\xff]*[\x00-\x7f]")
+#: Byte → struct code of a region of 1- and 2-byte varints: "B" final byte, "c" continuation
+#: (then b"cB" → "H"; a "c" left over means a varint of 3+ bytes).
+_VARINT_CODES: Final = bytes(ord("B") if b < 0x80 else ord("c") for b in range(256))
+# SWAR masks for _UvarintTable.__missing__: continuation bits per length, then 7-bit groups packed
+# into 14-, 28-, 56- and 112-bit lanes (the low half of each lane, and the high half pre-shifted).
+_CONT_MASK: Final = tuple(int.from_bytes(b"\x80" * n, "little") for n in range(11))
+_CONT_WANT: Final = tuple(int.from_bytes(b"\x80" * (n - 1) + b"\x00", "little") if n else 0 for n in range(11))
+_LANE7: Final = int.from_bytes(b"\x7f\x00" * 5, "little")
+_LANE7_HIGH: Final = _LANE7 << 7
+_LANE14: Final = int.from_bytes(b"\xff\x3f\x00\x00" * 3, "little")
+_LANE14_HIGH: Final = _LANE14 << 14
+_LANE28: Final = int.from_bytes(b"\xff\xff\xff\x0f\x00\x00\x00\x00" * 2, "little")
+_LANE28_HIGH: Final = _LANE28 << 28
+_LANE56: Final = (1 << 56) - 1
+_LANE56_HIGH: Final = _LANE56 << 56
+_OPS: Final = (Op.INSERT, Op.UPDATE, Op.DELETE)
+#: One-byte zigzag varints by byte value (§3.1 varint).
+_ZIGZAG1: Final = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
+
+if sys.version_info >= (3, 11):
+    from operator import call as _call
+else:  # pragma: no cover - Python 3.10 has no operator.call
+    def _call(function: Callable[[bytes], Value], raw: bytes) -> Value:
+        return function(raw)
+
+
+class _UvarintTable(dict[bytes, int]):
+    """Exact §3.1 uvarint bytes → value: the 1- and 2-byte encodings are stored (a hit is one C
+    dict lookup), longer ones are decoded by ``__missing__`` and not stored."""
+
+    __slots__ = ()
+
+    def __missing__(self, raw: bytes) -> int:
+        """``raw`` is exactly one uvarint (CraftReader.uvarint's rules: <= 10 bytes, the 10th <= 1).
+
+        Loop-free: the continuation bits are checked against the expected pattern in one
+        comparison, then the 7-bit groups are packed pairwise (SWAR): ~2x a byte loop.
+        """
+        size = len(raw)
+        if not 0 < size <= _MAX_VARINT_LEN:
+            raise DecodeError(PROTOCOL, "not one uvarint")
+        value = int.from_bytes(raw, "little")
+        if value & _CONT_MASK[size] != _CONT_WANT[size] or (size == _MAX_VARINT_LEN and raw[-1] > 1):
+            raise DecodeError(PROTOCOL, "not one uvarint")
+        value = (value & _LANE7) | ((value >> 1) & _LANE7_HIGH)
+        if size > 2:
+            value = (value & _LANE14) | ((value >> 2) & _LANE14_HIGH)
+            if size > 4:
+                value = (value & _LANE28) | ((value >> 4) & _LANE28_HIGH)
+                if size > 8:
+                    value = (value & _LANE56) | ((value >> 8) & _LANE56_HIGH)
+        return value
+
+
+class _ZigzagTable(dict[bytes, int]):
+    """Exact §3.1 zigzag varint bytes → value, like _UvarintTable."""
+
+    __slots__ = ()
+
+    def __missing__(self, raw: bytes) -> int:
+        value = _UvarintTable.__missing__(cast(_UvarintTable, self), raw)
+        return (value >> 1) ^ -(value & 1)
+
+
+class _VarintTables(NamedTuple):
+    #: Exact varint bytes → uvarint / zigzag value (values and single varints).
+    uvarints: _UvarintTable
+    zigzags: _ZigzagTable
+    #: The int struct reads for a 1-byte ("B") or 2-byte ("<H") varint → zigzag value.
+    short_zigzags: dict[int, int]
+
+
+@functools.cache
+def _varint_tables() -> _VarintTables:
+    # Built on first use (~16k entries each, a few ms): non-minimal encodings such as 80 00 are
+    # included because CraftReader.uvarint (like Go's binary.Uvarint) accepts them.
+    one = {b: b for b in range(0x80)}
+    two = {(lo | 0x80) | (hi << 8): lo | (hi << 7) for hi in range(0x80) for lo in range(0x80)}
+    uvarints = _UvarintTable({bytes((b,)): v for b, v in one.items()})
+    uvarints.update({code.to_bytes(2, "little"): v for code, v in two.items()})
+    zigzags = _ZigzagTable({raw: (v >> 1) ^ -(v & 1) for raw, v in uvarints.items()})
+    short_zigzags = {code: (v >> 1) ^ -(v & 1) for code, v in (one | two).items()}
+    return _VarintTables(uvarints, zigzags, short_zigzags)
+
+
+def _f64_exact(raw: bytes) -> Value:
+    # _dec_float64 without the offset: §3.1 float64 = exactly 8 bytes little-endian.
+    if len(raw) != 8:
+        raise DecodeError(PROTOCOL, "a float64 value takes 8 bytes")
+    value: float = _F64.unpack(raw)[0]
+    return value
+
+
+#: Converts one column's raw (non-NULL) value bytes; the fast twin of ValueDecoder.
+FastConverter = Callable[[bytes], Value]
+#: jsontext.go_string as one C call (no Python frame per value); a test checks they agree.
+_go_string_c: Final[Callable[[bytes], Value]] = operator.methodcaller("decode", "utf-8", "pyticdc-go-replace")
+#: "Always None": a C-level callable for NULL values and always-NULL types.
+_ALWAYS_NONE: Final[Callable[[bytes], Value]] = cast(dict[bytes, Value], {}).get
+#: unpack_from(buf, at) → one group's raw values (floats already read), in column order.
+_Unpack = Callable[[bytes, int], Sequence[Any]]
+#: The raw values → the row image.
+_Convert = Callable[[Sequence[Any]], Row]
+#: (unpack, bytes of the length chunk, bytes of the values, convert).
+_Layout = tuple[_Unpack, int, int, _Convert]
+
+
+def _fast_converters(tables: _VarintTables) -> dict[ValueDecoder, FastConverter]:
+    # The reference ValueDecoder → its fast twin, so _value_decoder stays the one type dispatch.
+    return {
+        _dec_text: _go_string_c, _dec_bytes: bytes, _dec_uvarint: tables.uvarints.__getitem__,
+        _dec_varint: tables.zigzags.__getitem__, _dec_float64: _f64_exact, _dec_null: _ALWAYS_NONE,
+    }
+
+
+def _slice_values(spans: Sequence[tuple[int, int]], buf: bytes, at: int) -> list[bytes]:
+    # An uncached layout's values: one slice each (what a Struct does in one call).
+    return [buf[at + a:at + b] for a, b in spans]
+
+
+def _convert_each(names: tuple[str, ...], converters: tuple[FastConverter, ...], values: Sequence[Any]) -> Row:
+    # Any layout (NULLs, odd float lengths): one converter call per column.
+    return Row(zip(names, map(_call, converters, values)))
+
+
+#: The fast converter → its expression in a generated converter (``{v}`` = the raw value). In a
+#: generated converter every value is present and every float already read by the Struct.
+_EXPRESSIONS: Final[dict[ValueDecoder, str]] = {
+    _dec_text: "{v}.decode('utf-8', 'pyticdc-go-replace')", _dec_bytes: "{v}", _dec_uvarint: "uvarints[{v}]",
+    _dec_varint: "zigzags[{v}]", _dec_float64: "{v}", _dec_null: "None",
+}
+
+
+def _generated_converter(names: Sequence[str], decoders: Sequence[ValueDecoder], tables: _VarintTables) -> _Convert:
+    """A converter unrolled for one shape: ``Row({name: expression, ...})``.
+
+    It avoids a call per column (bytes and floats are used as they are, text is decoded by a method
+    call, integers by a table subscript) and builds the Row from a dict display, which together
+    take about half the time of the generic ``Row(zip(names, map(call, converters, values)))``.
+    Column names enter the source only as repr() literals, which always evaluate back to the
+    same string; nothing else from the wire does.
+    """
+    values = [f"v{i}" for i in range(len(names))]
+    items = ", ".join(f"{name!r}: {_EXPRESSIONS[decoder].format(v=value)}"
+                      for name, decoder, value in zip(names, decoders, values))
+    source = f"def convert(values):\n    {', '.join(values)}, = values\n    return Row({{{items}}})\n"
+    namespace: dict[str, Any] = {"Row": Row, "uvarints": tables.uvarints, "zigzags": tables.zigzags}
+    exec(source, namespace)
+    convert: _Convert = namespace["convert"]
+    return convert
+
+
+class _Shape:
+    """One column-group header (names, types, flags) as it appears in a message, with its
+    converters, TableInfo-bearing templates and value layouts."""
+
+    __slots__ = (
+        "chunk_re", "convert", "converters", "count", "group", "handle_key_only", "header_len", "layouts",
+        "long_layouts", "names", "seen", "templates",
+    )
+
+    def __init__(self, group: _Group, header_len: int, tables: _VarintTables) -> None:
+        self.group = group
+        self.names = tuple(group.names)
+        self.count = len(group.names)
+        #: Bytes of ``uvarint count ‖ names ‖ types ‖ flags`` after the group type byte.
+        self.header_len = header_len
+        decoders = [_value_decoder(t, f) for t, f in zip(group.types, group.flags)]
+        #: Per column converter (any layout), and the generated converter of "simple" layouts.
+        converters = _fast_converters(tables)
+        self.converters = tuple(converters[d] for d in decoders)
+        self.convert = _generated_converter(self.names, decoders, tables)
+        # Rows whose lengths are all one-byte varints are keyed by exactly ``count`` bytes;
+        # other length chunks are found with this regex (``count`` varints) and keyed whole.
+        self.chunk_re = re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % self.count)
+        self.layouts: dict[bytes, _Layout] = {}
+        self.long_layouts: dict[bytes, _Layout] = {}
+        #: Length chunks seen once: a Struct is compiled only when a chunk repeats.
+        self.seen: set[bytes] = set()
+        #: (schema, table, partition, op code) → a RowChange carrying everything but ts and images.
+        self.templates: dict[tuple[str, str, int, int], RowChange] = {}
+        self.handle_key_only = all(f & ColumnFlag.HANDLE_KEY for f in group.flags)
+
+
+class _FastPath:
+    """Row-only craft messages decoded with caches (see the section comment); None = use _parse."""
+
+    __slots__ = ("_header_lens", "_shapes", "_tables", "_terms", "_varint")
+
+    def __init__(self, tables: _TableCache) -> None:
+        self._tables = tables
+        self._varint = _varint_tables()
+        #: (header bytes, term dictionary bytes) → shape; the dictionary gives the names.
+        self._shapes: dict[tuple[bytes, bytes], _Shape] = {}
+        #: Header lengths of the cached shapes (usually one per table).
+        self._header_lens: list[int] = []
+        #: Term dictionary bytes → terms plus a trailing "" (so id -1 reads as "", §3.2 null).
+        self._terms: dict[bytes, tuple[str, ...]] = {}
+
+    def _zigzags(self, region: bytes) -> list[int] | None:
+        """The §3.1 zigzag varints that make up ``region`` exactly (None if it ends mid-varint).
+
+        C calls only: one-byte varints directly; 1- and 2-byte ones through one struct read (each
+        byte classified "B"/"c", b"cB" → "H"); longer ones through _VARINT_RE.
+        """
+        if not region:
+            return []
+        if region[-1] >= 0x80:
+            return None
+        if max(region) < 0x80:
+            return list(map(_ZIGZAG1.__getitem__, region))
+        codes = region.translate(_VARINT_CODES).replace(b"cB", b"H")
+        if b"c" not in codes:
+            return list(map(self._varint.short_zigzags.__getitem__, struct.unpack(b"<" + codes, region)))
+        return list(map(self._varint.zigzags.__getitem__, _VARINT_RE.findall(region)))
+
+    def _header(self, region: bytes, count: int) -> tuple[list[int], list[int], list[int]] | None:
+        """The §3.2 header chunks: commit ts (delta uvarint), event types, and the zigzag varints of
+        the partition, schema and table chunks (still deltas); None unless exactly 5 x ``count``."""
+        if not region or region[-1] >= 0x80:
+            return None
+        # Usually only the first commit ts takes several bytes and every other varint one.
+        first = region.translate(_VARINT_CODES).find(b"B") + 1
+        rest = region[first:]
+        if len(rest) == 5 * count - 1 and (not rest or max(rest) < 0x80):
+            deltas: list[int] = [self._varint.uvarints[region[:first]], *rest[:count - 1]]
+            types = list(rest[count - 1:2 * count - 1])
+            zigzags = list(map(_ZIGZAG1.__getitem__, rest[2 * count - 1:]))
+        else:
+            tokens = _VARINT_RE.findall(region)
+            if len(tokens) != 5 * count:
+                return None
+            uvarints = self._varint.uvarints.__getitem__
+            deltas = list(map(uvarints, tokens[:count]))
+            types = list(map(uvarints, tokens[count:2 * count]))
+            zigzags = list(map(self._varint.zigzags.__getitem__, tokens[2 * count:]))
+        commit_ts = list(accumulate(deltas))
+        if commit_ts[-1] > _MASK64:  # delta uvarints sum mod 2**64 (never decreasing before that)
+            commit_ts = [v & _MASK64 for v in commit_ts]
+        return commit_ts, types, zigzags
+
+    def decode(self, buf: bytes) -> list[Event] | None:
+        """The events of a rows-only message, or None (any other shape, anything suspicious)."""
+        # §3.2: uvarint version (>= 1; one byte here) ... reversed-uvarint(len(size tables)).
+        size = len(buf)
+        if size < 3 or not 0 < buf[0] < 0x80:
+            return None
+        end = size - 1
+        tables_size = buf[end]
+        if tables_size >= 0x80:  # a multi-byte trailer: big batches
+            trailer = CraftReader(buf, 1)
+            tables_size = trailer.reversed_uvarint()
+            end = trailer.end
+        tables_start = end - tables_size
+        if tables_start < 1:
+            return None
+        # Size tables: [header, dictionary], [body per event], then [group sizes] per row event;
+        # each "uvarint len ‖ delta varints". All are read as zigzag varints: a uvarint u is the
+        # zigzag z with u = 2z (z >= 0) or -2z-1, so len 1 reads as -1 and len 2 as 1.
+        zigzag = self._zigzags(buf[tables_start:end])
+        if zigzag is None:
+            return None
+        nflat = len(zigzag)
+        if nflat < 5 or zigzag[0] != 1:
+            return None
+        count = 2 * zigzag[3] if zigzag[3] >= 0 else -2 * zigzag[3] - 1
+        j = 4 + count
+        if count == 0 or j > nflat:
+            return None
+        header_size = zigzag[1]
+        dict_size = header_size + zigzag[2]
+        body_sizes = list(accumulate(zigzag[4:j]))
+        bodies_size = sum(body_sizes)
+        if (header_size < 0 or dict_size < 0 or min(body_sizes) <= 0
+                or header_size + bodies_size + dict_size != tables_start - 1):
+            return None
+        # Term dictionary (§3.2), cached by its bytes.
+        dict_start = 1 + header_size + bodies_size
+        dict_bytes = buf[dict_start:dict_start + dict_size]
+        terms = self._terms.get(dict_bytes)
+        if terms is None:
+            terms = self._parse_terms(buf, dict_start, dict_size)
+        nterms = len(terms) - 1
+        # Headers: five chunks of ``count`` varints filling the header exactly.
+        header = self._header(buf[1:1 + header_size], count)
+        if header is None:
+            return None
+        commit_ts, types, head_zigzag = header
+        if types.count(EVENT_ROW) != count:
+            return None  # not rows only: DDL and resolved messages take the reference path
+        partitions = list(accumulate(head_zigzag[:count]))
+        schemas = list(accumulate(head_zigzag[count:2 * count]))
+        tables = list(accumulate(head_zigzag[2 * count:]))
+        if (min(partitions) < _INT64_MIN or max(partitions) > _INT64_MAX
+                or min(schemas) < _NULL_ID or max(schemas) >= nterms or min(tables) < _NULL_ID
+                or max(tables) >= nterms):
+            return None  # wrapped partitions, bad term ids: reference path
+        group = self._group
+        events: list[Event] = []
+        append = events.append
+        offset = 1 + header_size
+        for i in range(count):
+            # This row's group sizes table: one (insert/delete, len reads -1) or two (update, 1) groups.
+            groups = zigzag[j] if j < nflat else 0
+            body_end = offset + body_sizes[i]
+            if groups == -1 and j + 1 < nflat:
+                if offset + zigzag[j + 1] != body_end:
+                    return None
+                first = group(buf, offset, body_end, dict_bytes, terms)
+                if first is None:
+                    return None
+                second = None
+            elif groups == 1 and j + 2 < nflat:
+                middle = offset + zigzag[j + 1]
+                if not offset < middle < body_end or middle + zigzag[j + 1] + zigzag[j + 2] != body_end:
+                    return None
+                first = group(buf, offset, middle, dict_bytes, terms)
+                second = group(buf, middle, body_end, dict_bytes, terms)
+                if first is None or second is None or first[0] == second[0]:
+                    return None
+            else:
+                return None
+            j += 2 if groups < 0 else 3
+            event = self._row(first, second, terms[schemas[i]], terms[tables[i]], partitions[i], commit_ts[i])
+            if event is None:
+                return None
+            append(event)
+            offset = body_end
+        if j != nflat:
+            return None
+        return events
+
+    def _parse_terms(self, buf: bytes, start: int, size: int) -> tuple[str, ...]:
+        # The reference reading of the dictionary (§3.2), done once per distinct dictionary.
+        terms: tuple[str, ...] = ()
+        if size:
+            reader = CraftReader(buf, start, start + size)
+            terms = tuple(go_string(t) for t in reader.string_chunk(reader.count("term")))
+            reader.expect_end("term dictionary")
+        if len(self._terms) >= _FAST_LIMIT:
+            self._terms.clear()
+        self._terms[buf[start:start + size]] = found = (*terms, "")
+        return found
+
+    def _group(
+        self, buf: bytes, start: int, end: int, dict_bytes: bytes, terms: tuple[str, ...],
+    ) -> tuple[int, _Shape, Row] | None:
+        """One column group (§3.2): (group type, its shape, its row image), or None."""
+        shapes = self._shapes
+        for header_len in self._header_lens:
+            shape = shapes.get((buf[start + 1:start + 1 + header_len], dict_bytes))
+            if shape is not None:
+                break
+        else:
+            found = self._new_shape(buf, start, end, dict_bytes, terms)
+            if found is None:
+                return None
+            shape = found
+        at = start + 1 + shape.header_len
+        layout = shape.layouts.get(buf[at:at + shape.count])
+        if layout is None:
+            layout = self._layout(shape, buf, at, end)
+            if layout is None:
+                return None
+        unpack, chunk_size, values_size, convert = layout
+        at += chunk_size
+        if at + values_size != end:
+            return None
+        # The group type byte is checked by _row (it must be new or old, each at most once).
+        return buf[start], shape, convert(unpack(buf, at))
+
+    def _new_shape(self, buf: bytes, start: int, end: int, dict_bytes: bytes, terms: tuple[str, ...]) -> _Shape | None:
+        # The reference reading of a group header (_parse_group), once per distinct header.
+        reader = CraftReader(buf, start + 1, end)
+        count = reader.count("column")
+        if count == 0:
+            return None
+        ids = reader.delta_varint_chunk(count)
+        types = reader.uvarint_chunk(count)
+        flags = reader.uvarint_chunk(count)
+        if min(ids) < 0 or max(ids) >= len(terms) - 1 or max(types) > 0xFF:
+            return None
+        names = [terms[i] for i in ids]
+        if len(set(names)) != count:
+            return None
+        shape = _Shape(_Group(0, names, types, flags, [], []), reader.pos - start - 1, self._varint)
+        if len(self._shapes) >= _FAST_LIMIT:
+            self._shapes.clear()
+            self._header_lens.clear()
+        self._shapes[(buf[start + 1:reader.pos], dict_bytes)] = shape
+        if shape.header_len not in self._header_lens:
+            self._header_lens.append(shape.header_len)
+        return shape
+
+    def _layout(self, shape: _Shape, buf: bytes, at: int, end: int) -> _Layout | None:
+        """The value layout of a §3.1 nullable bytes chunk at ``at``: cached once it repeats."""
+        count = shape.count
+        key = buf[at:at + count]
+        cache = shape.layouts
+        if len(key) != count or max(key) >= 0x80:  # some length takes several bytes
+            match = shape.chunk_re.match(buf, at, end)
+            if match is None:
+                return None
+            key = buf[at:match.end()]
+            cache = shape.long_layouts
+            found = cache.get(key)
+            if found is not None:
+                return found
+            lengths = list(map(self._varint.zigzags.__getitem__, _VARINT_RE.findall(key)))
+        else:
+            lengths = list(map(_ZIGZAG1.__getitem__, key))
+        values_size = sum(size for size in lengths if size > 0)
+        # CraftReader.nullable_lengths: -1 = NULL, nothing below, nothing above MaxInt32.
+        if min(lengths) < -1 or max(lengths) > _MAX_INT32 or values_size > end - at - len(key):
+            return None
+        converters = tuple(_ALWAYS_NONE if size < 0 else c for size, c in zip(lengths, shape.converters))
+        if key not in shape.seen:
+            # First sighting: slice directly (cheaper than compiling a Struct that may never repeat).
+            if len(shape.seen) >= _FAST_LIMIT:
+                shape.seen.clear()
+            shape.seen.add(key)
+            spans = list(pairwise(accumulate((max(size, 0) for size in lengths), initial=0)))
+            return (functools.partial(_slice_values, spans), len(key), values_size,
+                    functools.partial(_convert_each, shape.names, converters))
+        # A float64 column of 8 bytes is read by the Struct itself ("d" = _F64, §3.1 float64 LE).
+        codes = [
+            "d" if size == 8 and convert is _f64_exact else f"{max(size, 0)}s"
+            for size, convert in zip(lengths, converters)
+        ]
+        unpack = struct.Struct("<" + "".join(codes)).unpack_from
+        # The generated converter needs every value present and every float read as "d".
+        simple = -1 not in lengths and all(c == "d" for c, f in zip(codes, converters) if f is _f64_exact)
+        convert: _Convert = shape.convert if simple else functools.partial(
+            _convert_each, shape.names, tuple(float if code == "d" else c for code, c in zip(codes, converters)))
+        layout: _Layout = (unpack, len(key), values_size, convert)
+        if len(cache) >= _FAST_LIMIT:
+            cache.clear()
+        cache[key] = layout
+        return layout
+
+    def _row(
+        self, first: tuple[int, _Shape, Row], second: tuple[int, _Shape, Row] | None, schema: str, table: str,
+        partition: int, commit_ts: int,
+    ) -> RowChange | None:
+        """_row_event for cached shapes: RowChange built from a per-shape template."""
+        new = old = None
+        for group in (first, second):
+            if group is None:
+                continue
+            if group[0] == GROUP_NEW:
+                new = group
+            elif group[0] == GROUP_OLD:
+                old = group
+            else:
+                return None
+        # Op code 0 insert, 1 update, 2 delete: an int key hashes in C (Op's Enum.__hash__ does not).
+        code = (0 if old is None else 1) if new is not None else 2
+        source = old if old is not None else new
+        assert source is not None
+        shape = source[1]
+        template = shape.templates.get((schema, table, partition, code))
+        if template is None:
+            template = self._template(shape, schema, table, partition, code)
+        return _replace(
+            template, commit_ts=commit_ts, columns=None if new is None else new[2],
+            pre_columns=None if old is None else old[2],
+        )
+
+    def _template(self, shape: _Shape, schema: str, table: str, partition: int, code: int) -> RowChange:
+        # Everything _row_event derives from the table and the op, computed once.
+        op = _OPS[code]
+        entry = self._tables.get(schema, table, partition, shape.group)
+        template = RowChange(
+            op=op, schema=schema, table=table, commit_ts=0, table_id=0,
+            physical_table_id=partition if partition >= 0 else 0, row_id=0, table_info=entry.table_info,
+            handle_key_only=op is Op.DELETE and shape.handle_key_only,
+        )
+        if len(shape.templates) >= _FAST_LIMIT:
+            shape.templates.clear()
+        shape.templates[(schema, table, partition, code)] = template
+        return template
+
+
 # --------------------------------------------------------------------------- encoder
 class _ColumnPlan(NamedTuple):
     name: str
@@ -1181,9 +1686,24 @@ class Decoder(BaseDecoder):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tables = _TableCache()
+        self._fast = _FastPath(self._tables)
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """Decode one craft message (the key is nil and ignored); bad bytes raise DecodeError."""
+        if value is not None:
+            buf = value if type(value) is bytes else bytes(value)
+            try:
+                events = self._fast.decode(buf)
+            except (DecodeError, IndexError, KeyError, ValueError, TypeError, OverflowError, struct.error):
+                # The fast path is only an optimisation: whatever it trips over, the reference
+                # path below judges the message again (and raises the canonical DecodeError).
+                events = None
+            if events is not None:
+                return events
+        return self.decode_reference(value)
+
+    def decode_reference(self, value: bytes | None) -> list[Event]:
+        """Decode on the reference path only (_parse, no fast-path caches): the fast path's oracle."""
         wire = _parse(value)
         cache = self._tables
         return [_wire_to_event(event, cache) for event in wire.events]
