@@ -13,6 +13,7 @@ from pyticdc.codec.jsontext import (
     format_float_go_json,
     format_float_jsoniter,
     go_json_quote,
+    go_json_quote_bytes,
     go_string,
     jsoniter_quote,
 )
@@ -65,3 +66,10 @@ def test_float64_positional_round_trips(value: float) -> None:
     text = format_float_f(value)
     assert "e" not in text and float(text) == value
     assert float(format_float_go_json(value)) == value
+
+
+def test_invalid_utf8_bytes_are_written_as_the_ufffd_escape() -> None:
+    # Go encoding/json (encode.go): an invalid byte (RuneError, size 1) is written as `\ufffd`.
+    assert go_json_quote_bytes(b"a\xffb<\xe2\x82") == '"a\\ufffdb\\u003c\\ufffd\\ufffd"'
+    assert go_json_quote_bytes("é\u2028".encode()) == '"é\\u2028"'
+    assert go_json_quote_bytes(b"\xed\xa0\x80") == '"\\ufffd\\ufffd\\ufffd"'  # encoded surrogate: 3 bad bytes

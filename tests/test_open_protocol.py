@@ -215,7 +215,7 @@ def test_value_rendering_per_type() -> None:
     assert '"v":18446744073709551615}' in raw  # uint64 exact
     assert columns["dec"]["v"] == "129012.1230000" and columns["j"]["v"] == '{"key1": "value1"}'
     assert columns["txt"]["v"] == "5rWL6K+VdGV4dA=="  # TEXT is base64 (docs example)
-    assert '"v":"\\u003ca\\u0026b\\u003e\ufffd"' in raw  # HTML-escaped, invalid UTF-8 -> U+FFFD
+    assert r'"v":"\u003ca\u0026b\u003e\ufffd"' in raw  # HTML-escaped; invalid UTF-8 -> the \ufffd escape (encode.go)
     assert columns["bin"]["v"] == "\\x00\\x01"
     assert '"nul":{"t":15,"f":64,"v":null}' in raw and '"empty":{"t":15,"f":64,"v":""}' in raw
     (decoded,) = roundtrip([row(info, post=post)])

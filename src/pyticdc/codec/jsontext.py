@@ -20,6 +20,7 @@ __all__ = [
     "format_float_go_json",
     "format_float_jsoniter",
     "go_json_quote",
+    "go_json_quote_bytes",
     "go_string",
     "jsoniter_quote",
     "shortest_repr",
@@ -69,6 +70,20 @@ def go_json_quote(text: str) -> str:
     if _GO_NEEDS.search(text) is None:
         return f'"{text}"'
     return f'"{text.translate(_GO_TABLE)}"'
+
+
+# Invalid UTF-8 arrives as surrogateescape code points U+DC80..U+DCFF (valid UTF-8 never decodes to a
+# surrogate); encoding/json writes each such byte as the six characters \ufffd (encode.go: RuneError, size 1).
+_GO_BYTES_TABLE: Final = {**_GO_TABLE, **{c: "\\ufffd" for c in range(0xDC80, 0xDD00)}}
+_GO_BYTES_NEEDS: Final = re.compile("[\x00-\x1f\"\\\\<>&\u2028\u2029\udc80-\udcff]")
+
+
+def go_json_quote_bytes(data: bytes) -> str:
+    """A JSON string literal exactly as Go ``encoding/json`` writes ``string(data)`` (invalid UTF-8 → ``\\ufffd``)."""
+    text = data.decode("utf-8", "surrogateescape")
+    if _GO_BYTES_NEEDS.search(text) is None:
+        return f'"{text}"'
+    return f'"{text.translate(_GO_BYTES_TABLE)}"'
 
 
 def easyjson_quote(text: str) -> str:

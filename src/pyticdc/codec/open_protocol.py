@@ -29,7 +29,7 @@ import msgspec
 
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, ClaimCheckStore, Message
 from pyticdc.codec.compression import compress, decompress
-from pyticdc.codec.jsontext import float32_round, format_float_go_json, go_json_quote, go_string
+from pyticdc.codec.jsontext import float32_round, format_float_go_json, go_json_quote, go_json_quote_bytes, go_string
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
@@ -273,10 +273,8 @@ def _r_float32(value: Any) -> str:
 
 
 def _r_char(value: Any) -> str:
-    try:
-        return go_json_quote(value.decode("utf-8"))
-    except UnicodeDecodeError:
-        return go_json_quote(go_string(value))  # encoding/json writes U+FFFD per invalid byte
+    # encoding/json writes each invalid UTF-8 byte as the escape \ufffd (reference §1.5)
+    return go_json_quote_bytes(value)
 
 
 def _r_binary(value: Any) -> str:
