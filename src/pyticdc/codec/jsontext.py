@@ -106,6 +106,7 @@ def jsoniter_quote(text: str) -> str:
 
 # --------------------------------------------------------------------------- floats
 _F32: Final = struct.Struct("<f")
+_F32_BITS: Final = struct.Struct("<I")
 _INF: Final = float("inf")
 _F32_MAX: Final = 3.4028234663852886e38
 
@@ -127,10 +128,14 @@ def shortest_repr(value: float, bits: int) -> str:
     if bits == 64:
         return repr(value)
     target = float32_round(value)
+    # Only a power of two (zero mantissa bits) has the lopsided interval the neighbour search is for.
+    power_of_two = _F32_BITS.unpack(_F32.pack(target))[0] & 0x7FFFFF == 0
     for precision in range(1, 10):
         text = f"{target:.{precision - 1}e}"
         if float32_round(float(text)) == target:
             return text
+        if not power_of_two:
+            continue
         # At a power of two the float32 rounding interval is twice as wide above as below, so
         # the next digits up (or down) can round-trip where the nearest do not; Go's shortest
         # formatting finds them (2**-96 -> 1.2621775e-29, not 1.26217745e-29).
