@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 import orjson
@@ -18,6 +19,22 @@ def expected_bytes(spec: Any) -> bytes | None:
     if isinstance(spec, str):
         return spec.encode("utf-8")
     raise ValueError(f"unsupported expectation {spec!r}")
+
+
+def jsonable(value: Any) -> Any:
+    """Decoded model values as plain JSON values: UTF-8 bytes as text, other bytes as ``{"hex": …}``."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"hex": value.hex()}
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Enum):
+        return value.value
+    return value
 
 
 def describe(data: bytes | None, at: int, width: int = 24) -> str:

@@ -42,7 +42,7 @@ from pyticdc.model import (
     Watermark,
     make_row,
 )
-from pyticdc.vectors.compare import diff_json, expected_bytes
+from pyticdc.vectors.compare import diff_json, expected_bytes, jsonable
 from pyticdc.vectors.generic import check_encode as generic_check_encode
 from pyticdc.vectors.generic import encode_case
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector
@@ -396,27 +396,14 @@ def _bytes_field(spec: Any, base: Path) -> bytes | None:
     return expected_bytes(spec)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"hex": value.hex()}
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Op):
-        return value.value
-    return value
 
 
 def _event_view(event: Event) -> dict[str, Any]:
     if isinstance(event, RowChange):
         return {"type": "row", "kind": "row", "op": event.op.value, "schema": event.schema, "table": event.table,
-                "commit_ts": event.commit_ts, "columns": _jsonable(dict(event.columns or {})) if event.columns
+                "commit_ts": event.commit_ts, "columns": jsonable(dict(event.columns or {})) if event.columns
                 is not None else None,
-                "pre_columns": _jsonable(dict(event.pre_columns)) if event.pre_columns is not None else None}
+                "pre_columns": jsonable(dict(event.pre_columns)) if event.pre_columns is not None else None}
     if isinstance(event, DDLEvent):
         return {"type": "ddl", "kind": "ddl", "query": event.query, "ddl_type": event.ddl_type,
                 "commit_ts": event.commit_ts, "schema": event.schema, "table": event.table}

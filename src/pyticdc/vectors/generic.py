@@ -8,10 +8,34 @@ import orjson
 
 from pyticdc.codec import codec_module
 from pyticdc.codec.base import Message
+from pyticdc.model import DecodeError
 from pyticdc.vectors.compare import diff_bytes, diff_json, diff_unordered, expected_bytes
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector
 
-__all__ = ["check_encode", "compare_message", "encode_case"]
+__all__ = ["MemoryClaimCheck", "check_encode", "check_messages", "compare_message", "encode_case"]
+
+
+class MemoryClaimCheck:
+    """A deterministic in-memory claim-check store: locations ``<uri>/<name_format with n>``."""
+
+    def __init__(self, uri: str, protocol: str, *, name_format: str = "{n}.json", first: int = 0) -> None:
+        self.uri = uri.rstrip("/")
+        self.protocol = protocol
+        self.name_format = name_format
+        self.first = first
+        self.stored: dict[str, tuple[bytes | None, bytes]] = {}
+
+    def put(self, key: bytes | None, value: bytes) -> str:
+        """Keep one message; return its location."""
+        location = f"{self.uri}/{self.name_format.format(n=len(self.stored) + self.first)}"
+        self.stored[location] = (key, value)
+        return location
+
+    def get(self, location: str) -> tuple[bytes | None, bytes]:
+        """Return a kept message; DecodeError if unknown."""
+        if location not in self.stored:
+            raise DecodeError(self.protocol, f"no claim-check message at {location}")
+        return self.stored[location]
 
 
 def encode_case(protocol: str, case: dict[str, Any], extra: dict[str, Any] | None = None) -> list[Message]:
@@ -54,7 +78,11 @@ def compare_message(case: dict[str, Any], message: Message) -> str | None:
 
 def check_encode(protocol: str, case: dict[str, Any], extra: dict[str, Any] | None = None) -> str | None:
     """Run one encode case; None when it passes, else the reason."""
-    messages = encode_case(protocol, case, extra)
+    return check_messages(case, encode_case(protocol, case, extra))
+
+
+def check_messages(case: dict[str, Any], messages: list[Message]) -> str | None:
+    """Compare encoded messages with a case's expectations (no message, a batch list, or one message)."""
     mode = (case.get("compare") or {}).get("mode", "exact")
     if mode == "no_message" or ("expected_value" in case and case["expected_value"] is None
                                 and "expected_messages" not in case):

@@ -17,6 +17,7 @@ from pyticdc.codec.base import Message
 from pyticdc.codec.jsontext import float32_round
 from pyticdc.model import DDLEvent, DecodeError, Event, RowChange, TableInfo, Value, Watermark
 from pyticdc.vectors.compare import diff_bytes, diff_json, expected_bytes
+from pyticdc.vectors.generic import MemoryClaimCheck as _MemoryClaimCheck
 from pyticdc.vectors.generic import check_encode as generic_check_encode
 from pyticdc.vectors.generic import compare_message
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector
@@ -26,24 +27,11 @@ __all__ = ["PROTOCOL", "MemoryClaimCheck", "check_decode", "check_encode"]
 PROTOCOL: Final = "open-protocol"
 
 
-class MemoryClaimCheck:
-    """An in-memory claim-check store with deterministic locations (``<uri>/claim-check-<n>.json``)."""
 
-    def __init__(self, uri: str = "") -> None:
-        self.uri = (uri or "memory://claim-check").rstrip("/")
-        self.stored: dict[str, tuple[bytes | None, bytes]] = {}
+def MemoryClaimCheck(uri: str = "") -> _MemoryClaimCheck:
+    """The shared in-memory store with this adapter's deterministic location names."""
+    return _MemoryClaimCheck(uri or "memory://claim-check", PROTOCOL, name_format="claim-check-{n}.json", first=1)
 
-    def put(self, key: bytes | None, value: bytes) -> str:
-        """Keep one message; return its location."""
-        location = f"{self.uri}/claim-check-{len(self.stored) + 1}.json"
-        self.stored[location] = (key, value)
-        return location
-
-    def get(self, location: str) -> tuple[bytes | None, bytes]:
-        """Return a kept message; DecodeError if unknown."""
-        if location not in self.stored:
-            raise DecodeError(PROTOCOL, f"no claim-check message at {location}")
-        return self.stored[location]
 
 
 def _bytes_of(spec: Any) -> bytes | None:

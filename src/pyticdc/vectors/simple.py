@@ -21,7 +21,8 @@ import orjson
 from pyticdc.codec.base import Message
 from pyticdc.codec.simple import OPTIONS, Decoder, Encoder, _parse_avro, _Wire
 from pyticdc.model import Bootstrap, DDLEvent, DecodeError, Event, RowChange, Watermark
-from pyticdc.vectors.compare import diff_bytes, diff_json, expected_bytes, json_span
+from pyticdc.vectors.compare import diff_bytes, diff_json, expected_bytes, json_span, jsonable
+from pyticdc.vectors.generic import MemoryClaimCheck as _MemoryClaimCheck
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector, table_from_vector
 
 __all__ = ["PROTOCOL", "MemoryClaimCheck", "check_decode", "check_encode"]
@@ -30,31 +31,18 @@ PROTOCOL = "simple"
 _OVERHEAD = 36
 
 
-class MemoryClaimCheck:
-    """A deterministic in-memory claim-check store (``<uri>/<n>.json`` locations)."""
 
-    def __init__(self, uri: str = "file:///claim-check") -> None:
-        self.uri = uri.rstrip("/")
-        self.stored: dict[str, tuple[bytes | None, bytes]] = {}
+def MemoryClaimCheck(uri: str = "") -> _MemoryClaimCheck:
+    """The shared in-memory store with this adapter's deterministic location names."""
+    return _MemoryClaimCheck(uri or "file:///claim-check", PROTOCOL, name_format="{n}.json", first=0)
 
-    def put(self, key: bytes | None, value: bytes) -> str:
-        """Store one message; return its location."""
-        location = f"{self.uri}/{len(self.stored)}.json"
-        self.stored[location] = (key, value)
-        return location
-
-    def get(self, location: str) -> tuple[bytes | None, bytes]:
-        """Read a stored message back."""
-        if location not in self.stored:
-            raise DecodeError(PROTOCOL, f"no claim-check message at {location}")
-        return self.stored[location]
 
 
 def _options(case: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     return options_from_vector(case.get("config", {}), OPTIONS)
 
 
-def _encoder(options: dict[str, Any], clock: Any, store: MemoryClaimCheck | None) -> Encoder:
+def _encoder(options: dict[str, Any], clock: Any, store: _MemoryClaimCheck | None) -> Encoder:
     return Encoder(options, clock=clock, claim_check=store, auto_bootstrap=False)
 
 
@@ -184,15 +172,6 @@ def check_encode(case: dict[str, Any], meta: dict[str, Any], base: Path) -> str 
     return _compare_json(case, messages[0])
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"hex": value.hex()}
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
 
 
 def event_summary(event: Event) -> dict[str, Any]:
@@ -202,8 +181,8 @@ def event_summary(event: Event) -> dict[str, Any]:
                 "table": event.table, "commit_ts": event.commit_ts, "table_id": event.physical_table_id,
                 "schema_version": event.schema_version, "handle_key_only": event.handle_key_only,
                 "claim_check_location": event.claim_check_location,
-                "columns": _jsonable(dict(event.columns)) if event.columns is not None else None,
-                "pre_columns": _jsonable(dict(event.pre_columns)) if event.pre_columns is not None else None}
+                "columns": jsonable(dict(event.columns)) if event.columns is not None else None,
+                "pre_columns": jsonable(dict(event.pre_columns)) if event.pre_columns is not None else None}
     if isinstance(event, DDLEvent):
         return {"kind": "ddl", "query": event.query, "ddl_type": event.ddl_type, "commit_ts": event.commit_ts,
                 "schema": event.schema, "table": event.table}
