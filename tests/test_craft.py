@@ -7,6 +7,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from pyticdc.codec import craft
 from pyticdc.codec.craft import CraftReader, CraftWriter, uvarint_bytes, varint_bytes
+from pyticdc.codec.jsontext import go_string
 from pyticdc.model import (
     ColumnFlag,
     ColumnInfo,
@@ -152,6 +154,19 @@ def test_uvarint_shape(value: int) -> None:
     assert sum((b & 0x7F) << (7 * i) for i, b in enumerate(data)) == value
 
 
+def test_uvarint_bytes_at_every_size_boundary() -> None:
+    # uvarint_bytes spreads 7-bit groups without a loop: check every size change against a loop.
+    boundaries = {2 ** (7 * k) + d for k in range(10) for d in (-1, 0, 1)} | {UINT64_MAX}
+    for value in sorted(v for v in boundaries if 0 <= v <= UINT64_MAX):
+        expected, rest = bytearray(), value
+        while rest >= 0x80:
+            expected.append((rest & 0x7F) | 0x80)
+            rest >>= 7
+        expected.append(rest)
+        assert uvarint_bytes(value) == bytes(expected), value
+        assert CraftReader(bytes(expected)).uvarint() == value
+
+
 @pytest.mark.parametrize("bad", [
     "ffffffffffffffffffff01",  # 11 bytes
     "ffffffffffffffffff02",  # 10th byte > 1 overflows 64 bits
@@ -182,10 +197,12 @@ _CHUNK_CASES: list[tuple[str, st.SearchStrategy[Any]]] = [
     ("delta_varint_chunk", st.lists(INT64, max_size=20)),
     ("string_chunk", st.lists(st.binary(max_size=20), max_size=10)),
     ("nullable_bytes_chunk", st.lists(st.one_of(st.none(), st.binary(max_size=20)), max_size=10)),
+    # Lengths of 64+ bytes take two-byte varints (CraftWriter's one-byte fast path declines).
+    ("nullable_bytes_chunk", st.lists(st.binary(max_size=100), max_size=6)),
 ]
 
 
-@pytest.mark.parametrize(("method", "strategy"), _CHUNK_CASES, ids=[c[0] for c in _CHUNK_CASES])
+@pytest.mark.parametrize(("method", "strategy"), _CHUNK_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(_CHUNK_CASES)])
 @settings(max_examples=80)
 @given(data=st.data())
 def test_chunk_writer_and_reader_mirror(method: str, strategy: st.SearchStrategy[Any], data: st.DataObject) -> None:
@@ -585,3 +602,223 @@ def test_explain_shows_binary_values_as_hex() -> None:
     [event] = craft.explain(craft.encode([row])[0].value)["events"]
     columns = event["column_groups"][0]["columns"]
     assert [(c["raw_hex"], c["value"]) for c in columns] == [("ff00", {"hex": "ff00"}), ("6f6b", "ok")]
+
+
+# --------------------------------------------------------------------------- fast path vs reference path
+# Decoder.decode runs the cached fast path (craft._FastPath) and falls back to the reference path
+# (craft._parse, the specification in code) whenever the fast path declines. These tests call the
+# fast path directly, so a fallback cannot hide a fast-path bug, and compare it with the reference.
+_FAST_PATH_DECLINES = (DecodeError, UnicodeDecodeError, KeyError)  # what it may raise by design
+
+
+def _typed(events: list[Event]) -> list[Any]:
+    """Events plus every row value with its type: 1 == 1.0 == True must not pass for equal."""
+    return [(event, [None if image is None else [(k, type(v), v) for k, v in image.items()]
+                     for image in (event.columns, event.pre_columns)] if isinstance(event, RowChange) else None)
+            for event in events]
+
+
+def _fast_decodes(value: bytes, decoder: craft.Decoder, passes: int = 3) -> list[list[Event] | None]:
+    """The fast path's answers for ``value``, ``passes`` times with one decoder, each checked
+    against the reference path. Pass 1 meets a value layout for the first time (generated slicer),
+    pass 2 compiles it (Struct + generated converter), pass 3 uses the cached one."""
+    reference = decoder.decode_reference(value)
+    answers: list[list[Event] | None] = []
+    for _ in range(passes):
+        try:
+            fast = decoder._fast.decode(value)
+        except _FAST_PATH_DECLINES:
+            fast = None
+        if fast is not None:
+            assert _typed(fast) == _typed(reference)
+            assert [e.table_info for e in fast if isinstance(e, RowChange)] == [
+                e.table_info for e in reference if isinstance(e, RowChange)]
+        answers.append(fast)
+    assert _typed(decoder.decode(value)) == _typed(reference)
+    return answers
+
+
+@pytest.fixture
+def cold_fast_path() -> None:
+    """Forget the process-wide compiled layouts, so each test meets every tier of the fast path."""
+    craft._COMPILED.clear()
+
+
+@settings(max_examples=120)
+@given(rows=row_changes(max_rows=6), batch=st.integers(1, 6), handle_only=st.booleans())
+def test_fast_path_agrees_with_the_reference_path(rows: list[RowChange], batch: int, handle_only: bool) -> None:
+    craft._COMPILED.clear()
+    messages = craft.Encoder(max_batch_size=batch, delete_only_output_handle_key_columns=handle_only).encode(rows)
+    decoder = craft.Decoder()
+    for message in messages:
+        assert message.value is not None
+        # Every row message of the model's values is the fast path's own: it never declines one.
+        assert None not in _fast_decodes(message.value, decoder)
+
+
+def _orders(count: int, seed: int = 7, **overrides: Any) -> list[RowChange]:
+    """Rows like benchmarks/bench_codecs.py: inserts and updates of an orders table."""
+    rng = random.Random(seed)
+    table = TableInfo(schema="shop", table="orders", columns=(
+        _col("id", 8, int(F.BINARY | F.HANDLE_KEY | F.PRIMARY_KEY)), _col("customer", 15, int(F.NULLABLE)),
+        _col("amount", 246, int(F.BINARY | F.NULLABLE)), _col("quantity", 3, int(F.BINARY | F.NULLABLE) | _U),
+        _col("rating", 4, int(F.BINARY | F.NULLABLE)), _col("created_at", 12, int(F.BINARY | F.NULLABLE)),
+        _col("status", 247, int(F.NULLABLE)), _col("note", 252, int(F.NULLABLE)),
+        _col("big", 8, int(F.BINARY | F.NULLABLE) | _U)))
+    rows = []
+    for i in range(count):
+        image: dict[str, Value] = {
+            "id": i * 7919 - 10**6, "customer": f"customer-{rng.randrange(10**6)}".encode(),
+            "amount": f"{rng.randrange(10**7) / 100:.2f}", "quantity": rng.randrange(1000),
+            "rating": struct.unpack("<f", struct.pack("<f", rng.random() * 5))[0],
+            "created_at": f"2025-11-{rng.randrange(1, 29):02d} 10:00:00.000", "status": rng.randrange(1, 4),
+            "note": rng.choice([b"", b"gift wrap", "加急".encode()]), "big": rng.randrange(2**64),
+        }
+        image.update({k: v(i, rng) if callable(v) else v for k, v in overrides.items()})
+        op = [Op.INSERT, Op.UPDATE, Op.DELETE][i % 3]
+        rows.append(RowChange(op=op, schema="shop", table="orders", commit_ts=10**17 + i,
+                              columns=None if op is Op.DELETE else Row(image),
+                              pre_columns=None if op is Op.INSERT else Row({**image, "quantity": 0}),
+                              table_info=table))
+    return rows
+
+
+def _renamed(rows: list[RowChange], schema: str, table: str) -> list[RowChange]:
+    info = rows[0].table_info
+    assert info is not None
+    renamed = TableInfo(schema=schema, table=table, columns=info.columns)
+    return [msgspec.structs.replace(r, schema=schema, table=table, table_info=renamed) for r in rows]
+
+
+def _partitioned(rows: list[RowChange]) -> list[RowChange]:
+    info = rows[0].table_info
+    assert info is not None
+    partitioned = msgspec.structs.replace(info, is_partition=True)
+    return [msgspec.structs.replace(r, table_info=partitioned, physical_table_id=100 + i % 3)
+            for i, r in enumerate(rows)]
+
+
+def _wide(count: int) -> list[RowChange]:
+    # 150 columns: a two-byte column count; type code 254 is a two-byte uvarint too.
+    columns = tuple(_col(f"c{i}", 254 if i % 2 else 3, int(F.BINARY)) for i in range(150))
+    table = TableInfo(schema="s", table="wide", columns=columns)
+    return [RowChange(op=Op.INSERT, schema="s", table="wide", commit_ts=5 + i, table_info=table,
+                      columns=Row({c.name: b"x" * (i % 3) if c.type_code == 254 else i for c in columns}))
+            for i in range(count)]
+
+
+FAST_CASES: dict[str, tuple[list[RowChange], dict[str, Any]]] = {
+    "orders": (_orders(64), {}),
+    "nulls": (_orders(64, customer=lambda i, r: None if i % 2 else b"x", rating=lambda i, r: None if i % 3 else 1.5,
+                      note=None), {}),
+    "long_values": (_orders(32, note=lambda i, r: b"n" * r.randrange(60, 300)), {}),
+    "small_and_huge_ints": (_orders(32, id=lambda i, r: r.choice([0, -1, 63, -64, 2**62, -(2**63)]),
+                                    big=lambda i, r: r.choice([0, 127, 128, 2**63, 2**64 - 1])), {}),
+    "two_tables": (_orders(8) + _renamed(_orders(8, seed=8), "shop", "returns") + _orders(8, seed=9), {}),
+    "partitioned": (_partitioned(_orders(24)), {}),
+    "big_batch": (_orders(300), {"max_batch_size": 300}),
+    "handle_key_deletes": (_orders(24), {"delete_only_output_handle_key_columns": True}),
+    "wide": (_wide(8), {}),
+}
+
+
+@pytest.mark.usefixtures("cold_fast_path")
+@pytest.mark.parametrize("case", sorted(FAST_CASES))
+def test_fast_path_takes_the_common_messages(case: str) -> None:
+    rows, options = FAST_CASES[case]
+    messages = craft.Encoder(**options).encode(rows)
+    decoder = craft.Decoder()
+    decoded = []
+    for message in messages:
+        assert message.value is not None
+        answers = _fast_decodes(message.value, decoder)
+        assert None not in answers
+        decoded += answers[-1] or []
+    assert decoded == [craft.Encoder(**options).project(r) for r in rows]
+
+
+def test_fast_path_layout_variants_beyond_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past _MAX_VARIANTS generated converters per signature, layouts use the generic converter.
+    craft._COMPILED.clear()
+    monkeypatch.setattr(craft, "_MAX_VARIANTS", 1)
+    decoder = craft.Decoder()
+    for message in craft.encode(_orders(48, big=lambda i, r: 1 << (7 * (i % 10)))):
+        assert message.value is not None
+        assert None not in _fast_decodes(message.value, decoder)
+
+
+def test_fast_path_leaves_invalid_utf8_to_the_reference_path() -> None:
+    # A text type (DATETIME) holding invalid UTF-8: go_string's U+FFFD per byte, from either path.
+    table = TableInfo(schema="s", table="t", columns=(_col("id", 8, int(F.HANDLE_KEY)), _col("at", 12, 1)))
+    rows = [RowChange(op=Op.INSERT, schema="s", table="t", commit_ts=1 + i, table_info=table,
+                      columns=Row({"id": i, "at": b"2024-\xff\xfe"})) for i in range(3)]
+    [message] = craft.encode(rows)
+    assert message.value is not None
+    decoder = craft.Decoder()
+    assert _fast_decodes(message.value, decoder) == [None] * 3
+    events = decoder.decode(message.value)
+    assert [e.columns["at"] for e in events if isinstance(e, RowChange) and e.columns] == ["2024-\ufffd\ufffd"] * 3
+
+
+def test_fast_text_decoder_is_go_string() -> None:
+    for raw in (b"", b"plain", "é加急".encode(), b"\xff", b"a\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98"):
+        assert craft._go_string_c(raw) == go_string(raw)
+
+
+@settings(max_examples=400)
+@given(raw=st.one_of(st.binary(max_size=12), UINT64.map(uvarint_bytes),
+                     st.lists(st.integers(0x80, 0xFF), max_size=9).map(bytes).flatmap(
+                         lambda head: st.integers(0, 0x7F).map(lambda last: head + bytes([last])))))
+def test_fast_varint_decoders_follow_the_reader(raw: bytes) -> None:
+    # The reference: exactly one uvarint by CraftReader's rules (non-minimal encodings included).
+    try:
+        expected: int | None = craft._exact_uvarint(raw, 0)
+    except DecodeError:
+        expected = None
+    tables = craft._varint_tables()
+    for table, zigzag in ((tables.uvarints, False), (tables.zigzags, True)):
+        want = None if expected is None else (expected >> 1) ^ -(expected & 1) if zigzag else expected
+        try:
+            got: int | None = table[raw]
+        except DecodeError:
+            got = None
+        assert got == want
+        if 3 <= len(raw) <= 10:  # the piecewise readers of the generated code
+            try:
+                got = craft._long_varints(zigzag)[len(raw)](raw, 0)
+            except (DecodeError, KeyError):
+                got = None
+            assert got == want
+
+
+def _row_messages() -> list[bytes]:
+    values = [m.value for m in craft.encode(_orders(6, note=lambda i, r: None if i % 2 else b"n" * 70))]
+    values += [m.value for m in craft.encode(_orders(4, seed=3) + _renamed(_orders(2), "a", "b"))]
+    return [v for v in values if v is not None] + [DOCS_ROW, _all_types_message()]
+
+
+FAST_HOSTILE = _row_messages()
+
+
+@settings(max_examples=300)
+@given(which=st.integers(0, len(FAST_HOSTILE) - 1), seed=st.integers(0, 2**32), cut=st.booleans())
+def test_fast_path_on_hostile_bytes(which: int, seed: int, cut: bool) -> None:
+    # Mutations and truncations: the fast path declines (None or a designed exception) or agrees
+    # with the reference path, which must then accept the bytes too. Nothing else may escape it.
+    rng = random.Random(seed)
+    mutated = bytearray(FAST_HOSTILE[which])
+    if cut:
+        at = rng.randrange(len(mutated))
+        del mutated[at:at + rng.randint(1, 3)]
+    for _ in range(rng.randint(1, 3)):
+        mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+    value = bytes(mutated)
+    decoder = craft.Decoder()
+    for _ in range(2):  # also with this layout cached
+        try:
+            fast = decoder._fast.decode(value)
+        except _FAST_PATH_DECLINES:
+            fast = None
+        if fast is not None:
+            assert _typed(fast) == _typed(decoder.decode_reference(value))
+    _decode_or_decode_error(value)
