@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyticdc.model import (
     ActionType,
     ColumnFlag,
@@ -19,30 +21,37 @@ from pyticdc.model import (
 __all__ = ["SAMPLE_TABLE", "sample_events"]
 
 F = ColumnFlag
-_BIN = {"charset": "binary", "collation": "binary"}
-_TXT = {"charset": "utf8mb4", "collation": "utf8mb4_bin"}
+
+
+def _bin(**kwargs: Any) -> ColumnInfo:
+    """A binary-charset column (numbers, dates: TiCDC's Binary flag, reference §1.2)."""
+    return ColumnInfo(charset="binary", collation="binary", **kwargs)
+
+
+def _txt(**kwargs: Any) -> ColumnInfo:
+    """A utf8mb4 text column."""
+    return ColumnInfo(charset="utf8mb4", collation="utf8mb4_bin", **kwargs)
 
 SAMPLE_TABLE = TableInfo(
     schema="shop", table="orders", table_id=101, schema_version=449_000_000_000_000_000, pk_is_handle=True,
     columns=(
-        ColumnInfo(name="id", type_code=8, flags=int(F.BINARY | F.HANDLE_KEY | F.PRIMARY_KEY), flen=20, decimal=0,
-                   nullable=False, type_desc="bigint(20)", **_BIN),
-        ColumnInfo(name="customer", type_code=15, flags=int(F.NULLABLE), flen=64, decimal=0,
-                   type_desc="varchar(64)", **_TXT),
-        ColumnInfo(name="amount", type_code=246, flags=int(F.BINARY | F.NULLABLE), flen=12, decimal=2,
-                   type_desc="decimal(12,2)", **_BIN),
-        ColumnInfo(name="quantity", type_code=3, flags=int(F.BINARY | F.NULLABLE | F.UNSIGNED), flen=10, decimal=0,
-                   unsigned=True, type_desc="int(10) unsigned", **_BIN),
-        ColumnInfo(name="rating", type_code=4, flags=int(F.BINARY | F.NULLABLE), flen=12, decimal=-1,
-                   type_desc="float", **_BIN),
-        ColumnInfo(name="created_at", type_code=12, flags=int(F.BINARY | F.NULLABLE), flen=26, decimal=3,
-                   type_desc="datetime(3)", **_BIN),
-        ColumnInfo(name="status", type_code=247, flags=int(F.NULLABLE), elems=("new", "paid", "shipped"),
-                   type_desc="enum('new','paid','shipped')", **_TXT),
-        ColumnInfo(name="note", type_code=252, flags=int(F.NULLABLE), flen=65535, decimal=0, type_desc="text",
-                   **_TXT),
-        ColumnInfo(name="big", type_code=8, flags=int(F.BINARY | F.NULLABLE | F.UNSIGNED), flen=20, decimal=0,
-                   unsigned=True, type_desc="bigint(20) unsigned", **_BIN),
+        _bin(name="id", type_code=8, flags=int(F.BINARY | F.HANDLE_KEY | F.PRIMARY_KEY), flen=20, decimal=0,
+                   nullable=False, type_desc="bigint(20)"),
+        _txt(name="customer", type_code=15, flags=int(F.NULLABLE), flen=64, decimal=0,
+                   type_desc="varchar(64)"),
+        _bin(name="amount", type_code=246, flags=int(F.BINARY | F.NULLABLE), flen=12, decimal=2,
+                   type_desc="decimal(12,2)"),
+        _bin(name="quantity", type_code=3, flags=int(F.BINARY | F.NULLABLE | F.UNSIGNED), flen=10, decimal=0,
+                   unsigned=True, type_desc="int(10) unsigned"),
+        _bin(name="rating", type_code=4, flags=int(F.BINARY | F.NULLABLE), flen=12, decimal=-1,
+                   type_desc="float"),
+        _bin(name="created_at", type_code=12, flags=int(F.BINARY | F.NULLABLE), flen=26, decimal=3,
+                   type_desc="datetime(3)"),
+        _txt(name="status", type_code=247, flags=int(F.NULLABLE), elems=("new", "paid", "shipped"),
+                   type_desc="enum('new','paid','shipped')"),
+        _txt(name="note", type_code=252, flags=int(F.NULLABLE), flen=65535, decimal=0, type_desc="text"),
+        _bin(name="big", type_code=8, flags=int(F.BINARY | F.NULLABLE | F.UNSIGNED), flen=20, decimal=0,
+                   unsigned=True, type_desc="bigint(20) unsigned"),
     ),
     indexes=(IndexInfo(name="PRIMARY", columns=("id",), primary=True, unique=True),),
 )
