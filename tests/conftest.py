@@ -16,7 +16,8 @@ settings.register_profile("default", deadline=None, suppress_health_check=[Healt
 settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
-VECTORS = Path(os.environ.get("PYTICDC_VECTORS", Path(__file__).resolve().parents[1].parent / "shared" / "vectors"))
+SHARED = Path(os.environ.get("PYTICDC_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+VECTORS = Path(os.environ.get("PYTICDC_VECTORS", SHARED / "vectors"))
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +26,25 @@ def vectors_dir() -> Path:
     if not VECTORS.is_dir():
         pytest.skip(f"golden vectors not found at {VECTORS}")
     return VECTORS
+
+
+def _corpus(name: str) -> Path:
+    path = SHARED / name
+    if not path.is_dir():
+        pytest.skip(f"corpus {name!r} not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_dir() -> Path:
+    """Real TiCDC bytes from public repositories (``../shared/real`` or $PYTICDC_SHARED/real)."""
+    return _corpus("real")
+
+
+@pytest.fixture(scope="session")
+def peers_dir() -> Path:
+    """Canal-JSON and Debezium-JSON from other producers (``../shared/peers`` or $PYTICDC_SHARED/peers)."""
+    return _corpus("peers")
 
 
 # --------------------------------------------------------------------------- Kafka broker and Spark

@@ -50,8 +50,8 @@ def produced(kafka_broker: Any) -> dict[str, Any]:
         topic = f"src-{protocol}-{run}"
         status = main(["produce", "--protocol", protocol, *option_args("--option", protocol), "--seed", str(SEED),
                        "--transactions", str(TRANSACTIONS), "--start-ms", str(start_ms), "--rate", "200",
-                       "--resolved-interval-ms", "50", "--topic", topic, "--partitions", "3",
-                       "--bootstrap-servers", kafka_broker.bootstrap, "-X", "batch.num.messages=1",
+                       "--resolved-interval-ms", "50", "--output-topic", topic, "--partitions", "3",
+                       "--output-bootstrap-servers", kafka_broker.bootstrap, "-X", "batch.num.messages=1",
                        "-X", "linger.ms=0", "--no-progress"])
         assert status == 0
         topics[protocol] = topic
@@ -64,9 +64,9 @@ def produced(kafka_broker: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("source", PROTOCOLS)
 def test_produce_convert_replicate(kafka_broker: Any, produced: dict[str, Any], source: str, target: str) -> None:
     out_topic = f"dst-{source}-{target}-{produced['run']}"
-    status = main(["convert", "--input-topic", produced["topics"][source], "--from", source,
-                   *option_args("--from-option", source), "--to", target, *option_args("--to-option", target),
-                   "--topic", out_topic, "--partitions", "2", "--bootstrap-servers", kafka_broker.bootstrap,
+    status = main(["convert", "-t", produced["topics"][source], "-p", source,
+                   *option_args("-o", source), "--to", target, *option_args("--to-option", target),
+                   "--output-topic", out_topic, "--partitions", "2", "-b", kafka_broker.bootstrap,
                    "--output-bootstrap-servers", kafka_broker.bootstrap, "-X", "batch.num.messages=1",
                    "-X", "linger.ms=0", "--no-progress"])
     assert status == 0
@@ -87,8 +87,8 @@ def test_inspect_a_topic(kafka_broker: Any, produced: dict[str, Any], tmp_path: 
     import orjson
 
     plot = tmp_path / "topic.png"
-    status = main(["inspect", "--input-topic", produced["topics"]["simple"], "--bootstrap-servers",
-                   kafka_broker.bootstrap, "--json", "--plot", str(plot), "--no-progress"])
+    status = main(["inspect", "-t", produced["topics"]["simple"], "--bootstrap-servers",
+                   kafka_broker.bootstrap, "--output-format", "json", "--plot", str(plot), "--no-progress"])
     assert status == 0
     data = orjson.loads(capsys.readouterr().out)
     assert data["protocol"] == "simple"

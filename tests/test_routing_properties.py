@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import row_images, tables
 
 from pyticdc import Op, Row, RowChange
 from pyticdc.codec import built_protocols, make_decoder
 from pyticdc.routing import Router
+from strategies import row_images, tables
 
 # "ts" dispatch spreads one key over partitions by design (TiCDC docs: no per-row order), so it is
 # only checked for completeness.

@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec import simple as S
+from pyticdc.codec.jsontext import float32_round, format_float_f
 from pyticdc.codec.simple import BootstrapPolicy, Decoder, Encoder, explain, resolve_row
 from pyticdc.codec.simple._avro import SCHEMA_JSON
+from pyticdc.codec.simple._fast import format_float32
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
@@ -656,3 +659,246 @@ def test_rows_can_be_returned_untyped_for_a_caller_that_holds_them() -> None:
     assert held.decode(encoder.encode([row])[0].value) == []
     (given_up,) = held.release_held()
     assert given_up.table_info is None and held.held_rows() == []
+
+
+# --------------------------------------------------------------------------- fast paths (_fast)
+# The decoder and encoder take per-table fast paths for the messages TiCDC writes and the general
+# path for everything else; both must give the same events, bytes and errors. The references
+# below are the codec with its fast paths switched off.
+class _GeneralDecoder(Decoder):
+    """The decoder without its fast paths (they all start in _fast_event)."""
+
+    def _fast_event(self, data: bytes) -> Any:
+        return None
+
+
+def _canonical(value: Any) -> Any:
+    """A comparable form that also tells -0.0 from 0.0, NaN bits, types and key order apart."""
+    if isinstance(value, float):
+        return ("float", struct.pack("<d", value))
+    if isinstance(value, dict):
+        return (type(value).__name__, tuple((k, _canonical(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_canonical(v) for v in value))
+    if isinstance(value, msgspec.Struct):
+        return (type(value).__name__, tuple((f, _canonical(getattr(value, f))) for f in value.__struct_fields__))
+    return (type(value).__name__, value)
+
+
+def _outcome(decoder: Decoder, value: bytes) -> Any:
+    try:
+        return _canonical(decoder.decode(value)), _canonical(decoder.held_rows())
+    except DecodeError as exc:
+        return "DecodeError", exc.reason, exc.at
+
+
+def _same_decoding(encoding: str, messages: list[bytes], table: TableInfo | None = None, hold: bool = True,
+                   **options: Any) -> None:
+    fast = Decoder({"encoding-format": encoding, **options}, hold_unknown_schema=hold)
+    general = _GeneralDecoder({"encoding-format": encoding, **options}, hold_unknown_schema=hold)
+    for decoder in (fast, general):
+        if table is not None:
+            decoder.register_table(table)
+    for value in messages:
+        assert _outcome(fast, value) == _outcome(general, value), value
+
+
+def _shuffled_table(table: TableInfo, seed: int) -> TableInfo:
+    # The same table with its columns in another order: what its Avro maps look like from goavro,
+    # which writes a Go map in random order.
+    columns = list(table.columns)
+    random.Random(seed).shuffle(columns)
+    return TableInfo(schema=table.schema, table=table.table, table_id=table.table_id,
+                     schema_version=table.schema_version, pk_is_handle=table.pk_is_handle, columns=tuple(columns),
+                     indexes=table.indexes)
+
+
+# JSON value texts around every rule the lax readers must not bend (see _fast's comments).
+_TRICKY_JSON = [
+    b'"1e3"', b'"1.0"', b'"1E3"', b"5.0", b"1e3", b'"-0"', b'"-0.0"', b'"0"', b"-0", b'"null"', b'"NULL"', b'"Null"',
+    b'"\\u006eull"', b'"nu\\u006cl"', b"null", b"true", b'"true"', b'" 5"', b'"5 "', b'"+5"', b'"007"', b'"1_0"',
+    b'"-1"', b"-1", b'"18446744073709551615"', b"18446744073709551615", b'"18446744073709551616"',
+    b'"9223372036854775808"', b'"-9223372036854775809"', b'"nan"', b'"-nan"', b'"inf"', b'"-Infinity"', b'"1e400"',
+    b'"3.5e38"', b'"3.4028235e38"', b'"1e-400"', b'"4.9e-324"', b'"\\u0031"', b'"\\u0661"', b'"YQ=="', b'"YR=="',
+    b'"YQ"', b'"Y Q=="', b'""', b"{}", b"[]", b'{"value":"2020-01-01 00:00:00"}', b'{"location":"UTC","value":"x"}',
+    b'{"value":"x","zone":1}', b'"2020-01-01 00:00:00"', b"1.5", b'"\\ud800"', b'"\xff"', b'"x\\"y"',
+]
+
+
+def _json_value_end(message: bytes, at: int) -> int:
+    """Where the JSON value starting at ``at`` ends (a shallow scanner for the test messages)."""
+    end = at
+    depth = 0
+    in_string = escaped = False
+    while end < len(message):
+        char = message[end]
+        if in_string:
+            escaped = not escaped and char == 0x5C
+            in_string = escaped or char != 0x22
+        elif char == 0x22:
+            in_string = True
+        elif char in b"{[":
+            depth += 1
+        elif char in b"}],":
+            if depth == 0:
+                break
+            if char != 0x2C:
+                depth -= 1
+        end += 1
+    return end
+
+
+def _swap_json_value(message: bytes, occurrence: int, new: bytes) -> bytes:
+    # Replace the value after the occurrence-th '":' from data/old on (a column value).
+    start = message.find(b'"data":{')
+    if start < 0:
+        start = message.find(b'"old":{')
+    marks = [i for i in range(start + 7, len(message)) if message.startswith(b'":', i)] if start >= 0 else []
+    if not marks:
+        return message
+    at = marks[occurrence % len(marks)] + 2
+    return message[:at] + new + message[_json_value_end(message, at):]
+
+
+def _with_json_value(column: str, text: bytes) -> bytes:
+    message = _encoder("json").encode([_row()])[0].value
+    assert message is not None
+    at = message.index(b'"' + column.encode() + b'":') + len(column) + 3
+    return message[:at] + text + message[_json_value_end(message, at):]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=row_changes(), data=st.data())
+def test_fast_json_decoding_equals_the_general_path(rows: list[RowChange], data: st.DataObject) -> None:
+    table = rows[0].table_info
+    assert table is not None
+    encoder = _encoder("json")
+    messages = [m.value for m in encoder.encode(rows) if m.value is not None]
+    swapped = [
+        _swap_json_value(m, data.draw(st.integers(0, 40)), data.draw(st.sampled_from(_TRICKY_JSON)))
+        for m in messages for _ in range(data.draw(st.integers(0, 3)))
+    ]
+    bootstrap = encoder.bootstrap_message(table).value
+    assert bootstrap is not None
+    # rows before their schema (held), the schema, then the rows again, altered and in runs
+    _same_decoding("json", [*messages, bootstrap, *messages, *swapped, *messages])
+    _same_decoding("json", [*messages, bootstrap, *messages], hold=False)
+    compressed = _encoder("json", **{"large-message-handle-compression": "lz4"}).encode(rows)
+    _same_decoding("json", [m.value for m in compressed if m.value], table,
+                   **{"large-message-handle-compression": "lz4"})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=row_changes(), data=st.data())
+def test_fast_avro_decoding_equals_the_general_path(rows: list[RowChange], data: st.DataObject) -> None:
+    table = rows[0].table_info
+    assert table is not None
+    shuffled = _shuffled_table(table, data.draw(st.integers(0, 1000)))
+    messages = []
+    for encoding_table in (table, shuffled):  # table order, and another order (goavro's)
+        rows_of = [msgspec.structs.replace(r, table_info=encoding_table) for r in rows]
+        messages += [m.value for m in _encoder("avro").encode(rows_of) if m.value is not None]
+    mutated = []
+    for message in messages:
+        for _ in range(data.draw(st.integers(0, 2))):
+            value = bytearray(message)
+            at = data.draw(st.integers(0, len(value) - 1))
+            value[at] = data.draw(st.sampled_from([0x00, 0x01, 0x02, 0x0E, 0x7F, 0x80, 0xFF, value[at] ^ 1]))
+            mutated.append(bytes(value[:data.draw(st.integers(at, len(value)))]))
+    bootstrap = _encoder("avro").bootstrap_message(table).value
+    assert bootstrap is not None
+    _same_decoding("avro", [*messages, bootstrap, *messages, *mutated, *messages])
+
+
+def test_fast_paths_take_plain_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The messages TiCDC writes (any op, NULLs, either Avro map order) never reach the general path."""
+    nulls = Row({name: 8 if name == "id" else None for name in VALUES})
+    rows = [_row(), _row(Op.UPDATE, VALUES, nulls), _row(Op.DELETE, None, VALUES), _row(columns=nulls)]
+    for encoding in ENCODINGS:
+        for compression in ("none", "lz4"):
+            options = {"large-message-handle-compression": compression}
+            messages = [m.value for m in _encoder(encoding, **options).encode(rows)]
+            if encoding == "avro":
+                shuffled = [msgspec.structs.replace(r, table_info=_shuffled_table(TABLE, 3)) for r in rows]
+                messages += [m.value for m in _encoder(encoding, **options).encode(shuffled)]
+            expected = _GeneralDecoder({"encoding-format": encoding, **options})
+            expected.register_table(TABLE)
+            wanted = [expected.decode(m) for m in messages]
+            decoder = _decoder(encoding, TABLE, **options)
+            with monkeypatch.context() as patch:
+                patch.setattr(S, "_parse_json", lambda data: pytest.fail("general JSON path"))
+                patch.setattr(S, "_parse_avro", lambda data, tagged=False: pytest.fail("general Avro path"))
+                assert [_canonical(decoder.decode(m)) for m in messages] == [_canonical(w) for w in wanted]
+
+
+@pytest.mark.parametrize(("column", "text", "expected"), [
+    ("f", b'"-0"', -0.0), ("d", b'"-0"', -0.0), ("d", b"0", 0.0), ("i8", b'"-0"', 0), ("u64", b"-1", 2**64 - 1),
+    ("u64", b'"-1"', -1), ("i8", b'"+5"', 5), ("i8", b'"007"', 7), ("vc", b'"null"', b"null"),
+    ("u64", b'"18446744073709551615"', 2**64 - 1), ("dec", b'"null"', "null"), ("f", b"1", 1.0),
+    ("blob", b'"null"', base64.b64decode("null")), ("blob", b'"NULL"', base64.b64decode("NULL")),
+    ("ts", b'"null"', "null"), ("ts", b'{"value":"null"}', "null"), ("ts", b"null", None),
+])
+def test_json_values_lax_mode_would_misread(column: str, text: bytes, expected: Any) -> None:
+    (row,) = _decoder("json", TABLE).decode(_with_json_value(column, text))
+    assert isinstance(row, RowChange) and row.columns is not None
+    assert _canonical(row.columns[column]) == _canonical(expected)
+
+
+@pytest.mark.parametrize(("column", "text"), [
+    ("i8", b'"1e3"'), ("i8", b'"1.0"'), ("i8", b"5.0"), ("i8", b'"null"'), ("f", b'"NULL"'), ("i8", b'"-Infinity"'),
+    ("i8", b'"\\u006eull"'), ("u64", b'"18446744073709551616"'), ("f", b'"3.5e38"'), ("i8", b'" 5"'),
+    ("e", b'"-1"'), ("i8", b"true"), ("ts", b'{"value":5}'), ("bit", b'"null"'), ("e", b'"-0"'),
+    ("s", b'"-0"'), ("bit", b'"-0"'),
+])
+def test_json_values_lax_mode_would_accept_are_refused(column: str, text: bytes) -> None:
+    with pytest.raises(DecodeError) as info:
+        _decoder("json", TABLE).decode(_with_json_value(column, text))
+    assert info.value.at == f"$.data.{column}"
+
+
+_ODD_VALUES: list[Any] = [
+    None, True, False, 0, -1, 2**63, 2**64 - 1, 2**64, -(2**63) - 1, 1.5, -0.0, float("nan"), float("inf"),
+    float("-inf"), 3.5e38, 3.4028235e38, 1e-50, "", "b", "a,c", "x<y&z\u2028", "\udcff", b"", b"\xff", b"\x00\x05",
+    bytearray(b"ab"), memoryview(b"cd"), "12.5", 7,
+]
+
+
+def _encoded(encoding: str, rows: list[RowChange], **options: Any) -> Any:
+    try:
+        return [m.value for m in _encoder(encoding, **options).encode(rows)]
+    except EncodeError as exc:
+        return "EncodeError", str(exc)
+    except Exception as exc:  # noqa: BLE001 - the general path's own exception, whatever it is
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=row_changes(), data=st.data(), encoding=st.sampled_from(ENCODINGS),
+       options=st.sampled_from([{}, {"time-zone": "Asia/Shanghai"}, {"max-message-bytes": 300,
+                                "large-message-handle-option": "handle-key-only"}]))
+def test_fast_encoding_equals_the_general_path(rows: list[RowChange], data: st.DataObject, encoding: str,
+                                               options: dict[str, Any]) -> None:
+    altered = []
+    for row in rows:
+        image = dict(row.columns or row.pre_columns or {})
+        if image and data.draw(st.booleans()):
+            name = data.draw(st.sampled_from(sorted(image)))
+            if data.draw(st.booleans()):
+                image[name] = data.draw(st.sampled_from(_ODD_VALUES))
+            else:
+                del image[name]
+        field = "columns" if row.columns is not None else "pre_columns"
+        altered.append(msgspec.structs.replace(row, **{field: Row(image)}))
+    for batch in (rows, altered):
+        fast = _encoded(encoding, batch, **options)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(S._fast, "writers", lambda table: None)
+            general = _encoded(encoding, batch, **options)
+        assert fast == general
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=st.floats(allow_nan=False, allow_infinity=False, width=32)
+       | st.floats(allow_nan=False, allow_infinity=False, min_value=-3.4e38, max_value=3.4e38))
+def test_float32_text(value: float) -> None:
+    assert format_float32(value) == format_float_f(float32_round(value), 32)

@@ -24,6 +24,9 @@ Three formats are read; the first two are also written (``pyticdc capture``):
 ``format="auto"`` picks ``parquet`` for ``.parquet`` names and sniffs the first line of any other file
 (``payload`` → ``kcat``, ``value`` → ``jsonl``).
 
+Only Parquet needs pyarrow, and imports it when a Parquet file is read or written: the line formats work
+with the base install (a Parquet file without pyarrow is a CaptureError saying how to install it).
+
 Large line-oriented files are read in parallel by byte ranges (:func:`plan_splits`): a split owns the
 lines that *start* inside ``[start, end)``, the way Hadoop splits text files, so every record is read
 exactly once whatever the split size.
@@ -35,9 +38,11 @@ import base64
 import binascii
 import glob
 import gzip
+import importlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import IO, Any, Final, cast
 
 import orjson
@@ -54,6 +59,7 @@ __all__ = [
     "arrow_to_records",
     "capture_files",
     "detect_format",
+    "import_parquet",
     "kafka_arrow_schema",
     "parse_line",
     "plan_splits",
@@ -61,6 +67,7 @@ __all__ = [
     "read_split",
     "record_line",
     "records_to_arrow",
+    "writable_format",
     "write_capture",
 ]
 
@@ -88,6 +95,24 @@ class BadLine:
 
 
 # --------------------------------------------------------------------------- format
+def import_parquet() -> ModuleType:
+    """``pyarrow.parquet``, imported on first use; CaptureError saying how to install it when missing."""
+    try:
+        return importlib.import_module("pyarrow.parquet")
+    except ImportError as exc:
+        raise CaptureError(f"Parquet capture files need pyarrow ({exc}); pip install pyarrow, or use JSON Lines "
+                           "(.jsonl, .jsonl.gz)") from None
+
+
+def writable_format(path: str | Path, format: str = "auto") -> str:
+    """The format a capture written to ``path`` gets: ``format``, or for ``auto`` parquet/jsonl by the name."""
+    if format == "auto":
+        format = "parquet" if Path(path).suffix == ".parquet" else "jsonl"
+    if format not in ("jsonl", "parquet"):
+        raise CaptureError(f"cannot write capture format {format!r}; writable formats: jsonl, parquet")
+    return format
+
+
 def _is_gzip(path: Path) -> bool:
     return path.name.endswith(".gz")
 
@@ -260,6 +285,7 @@ def _read_lines(
 # --------------------------------------------------------------------------- parquet
 def kafka_arrow_schema() -> Any:
     """The Arrow schema of Spark's Kafka source columns (``pyarrow.Schema``)."""
+    import_parquet()
     import pyarrow as pa
 
     return pa.schema([
@@ -312,8 +338,7 @@ def arrow_to_records(batch: Any) -> Iterator[KafkaRecord]:
 
 
 def _parquet_file(path: Path) -> Any:
-    import pyarrow.parquet as pq
-
+    pq = import_parquet()
     try:
         return pq.ParquetFile(path)
     except (OSError, ValueError) as exc:
@@ -419,11 +444,9 @@ class CaptureWriter:
 
     def __init__(self, path: str | Path, format: str = "auto", *, row_group_records: int = 65536) -> None:
         self.path = Path(path)
-        if format == "auto":
-            format = "parquet" if self.path.suffix == ".parquet" else "jsonl"
-        if format not in ("jsonl", "parquet"):
-            raise CaptureError(f"cannot write capture format {format!r}; writable formats: jsonl, parquet")
-        self.format = format
+        self.format = format = writable_format(self.path, format)
+        if format == "parquet":
+            import_parquet()  # fail now, before any file is created
         self.count = 0
         self._row_group_records = row_group_records
         self._pending: list[KafkaRecord] = []
@@ -456,8 +479,7 @@ class CaptureWriter:
     def _flush_parquet(self) -> None:
         if not self._pending:
             return
-        import pyarrow.parquet as pq
-
+        pq = import_parquet()
         if self._parquet is None:
             self._parquet = pq.ParquetWriter(self.path, kafka_arrow_schema())
         self._parquet.write_batch(records_to_arrow(self._pending))
@@ -471,9 +493,7 @@ class CaptureWriter:
             return
         if self.format == "parquet":
             if self._parquet is None and not self._pending:
-                import pyarrow.parquet as pq
-
-                pq.write_table(kafka_arrow_schema().empty_table(), self.path)
+                import_parquet().write_table(kafka_arrow_schema().empty_table(), self.path)
                 return
             self._flush_parquet()
             if self._parquet is not None:

@@ -347,7 +347,12 @@ def read_range(
         expected = start
         deadline = time.monotonic() + poll_timeout
         while True:
-            messages = consumer.consume(num_messages=batch_size, timeout=1.0)
+            # Ask for no more than the range still holds: consume() waits for num_messages (or its timeout),
+            # so a larger batch would idle a second at the end of every range. Offsets are consecutive but
+            # for gaps (compaction, transaction markers), which only make a batch fall short; the first call
+            # of a range starting at EARLIEST, whose first offset is unknown, asks for one.
+            wanted = 1 if expected < 0 else max(1, min(batch_size, end - expected))
+            messages = consumer.consume(num_messages=wanted, timeout=1.0)
             if not messages:
                 if time.monotonic() > deadline:
                     raise KafkaReadError(

@@ -13,8 +13,8 @@ table holds every broadcast DDL and watermark once per partition).
 
 Spark part (imports pyspark when called): :func:`write_changelog` encodes a DataFrame with a target
 protocol and routing and writes the records to Kafka or to capture files; :class:`ChangelogWriter` is
-the same as a Python Data Source writer, for ``df.write.format("pyticdc")`` once the ``pyticdc`` data
-source returns it from ``DataSource.writer``.
+the same as a Python Data Source writer: ``df.write.format("pyticdc")`` (the ``pyticdc`` data source
+returns it from ``DataSource.writer``) of a DataFrame arranged by :func:`arrange_changelog`.
 
 How Spark keeps TiCDC's order. Every Kafka partition is written by one Spark task: the rows are
 assigned their target (topic, partition) first, DDL and watermark events are copied to every task
@@ -301,8 +301,12 @@ class WriterOptions:
     capture_format: str = "jsonl"
 
     @classmethod
-    def parse(cls, options: Mapping[str, Any]) -> WriterOptions:
-        """Validate Spark-style options; ConfigError names the bad one."""
+    def parse(cls, options: Mapping[str, Any], *, destination: bool = True) -> WriterOptions:
+        """Validate Spark-style options; ConfigError names the bad one.
+
+        ``destination=False`` accepts options without ``path`` or ``kafka.bootstrap.servers`` (routing only:
+        what :func:`arrange_changelog` needs, the destination being given to the write).
+        """
         from pyticdc.codec import canonical_protocol, codec_module
         from pyticdc.codec.options import TICDC_NAMES, parse_options
         from pyticdc.routing import is_static_topic, rules_from_toml, validate_topic_expression
@@ -336,7 +340,7 @@ class WriterOptions:
             raise ConfigError("partitions must be >= 1 and resolved-interval-ms >= 0")
         kafka = {k[len("kafka."):]: v for k, v in given.items() if k.lower().startswith("kafka.")}
         path = lowered.get("path")
-        if bool(kafka.get("bootstrap.servers")) == bool(path):
+        if bool(kafka.get("bootstrap.servers")) == bool(path) and (destination or path):
             raise ConfigError("give exactly one destination: kafka.bootstrap.servers (Kafka) or path (capture files)")
         capture_format = lowered.get("capture.format", "jsonl")
         if capture_format not in ("jsonl", "parquet"):
@@ -464,7 +468,7 @@ def arrange_changelog(df: Any, options: Mapping[str, Any] | WriterOptions) -> An
 
     from pyticdc.conversion import watermark_marks
 
-    opts = options if isinstance(options, WriterOptions) else WriterOptions.parse(options)
+    opts = options if isinstance(options, WriterOptions) else WriterOptions.parse(options, destination=False)
     schema = StructType([*df.schema.fields, StructField(TARGET_TOPIC, StringType()),
                          StructField(TARGET_PARTITION, IntegerType()), StructField("_pyticdc_bucket", LongType())])
     assigned = df.mapInArrow(_assign_batches(opts), schema).cache()
@@ -549,8 +553,9 @@ def _writer_base() -> Any:
 class ChangelogWriter(_writer_base()):  # type: ignore[misc]
     """``df.write.format("pyticdc")`` writer for a changelog arranged by :func:`arrange_changelog`.
 
-    Register it by returning it from the data source: ``def writer(self, schema, overwrite): return
-    ChangelogWriter(self.options, schema, overwrite)``.
+    The ``pyticdc`` data source returns it from ``writer``. A writer task sees only its own Spark partition and
+    cannot shuffle, so the DataFrame must come arranged (each task holding whole target partitions, with the
+    DDL and watermarks they need): ``arrange_changelog(df, options).write.format("pyticdc").options(**options)``.
     """
 
     def __init__(self, options: Mapping[str, Any], schema: Any = None, overwrite: bool = False) -> None:

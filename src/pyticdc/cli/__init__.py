@@ -1,12 +1,13 @@
-"""The ``pyticdc`` command: one sub-command per module in this package."""
+"""The ``pyticdc`` command: one sub-command per module in this package (flags shared: :mod:`pyticdc.cli.common`)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, NoReturn
 
 __all__ = ["main"]
 
@@ -14,11 +15,19 @@ __all__ = ["main"]
 COMMANDS: Final = ("vectors", "demo", "selftest", "decode", "inspect", "capture", "convert", "produce", "replicate")
 
 
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (and exit status 2), pointing at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE (see PROG --help)`` and exit 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every available sub-command."""
     from pyticdc import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="pyticdc", description="TiCDC Kafka protocols: decode, inspect, convert, produce, replicate.")
     parser.add_argument("--version", action="version", version=f"pyticdc {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -36,7 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        # Said by the sub-command's parser, so the message names the command whose --help to read.
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices.get(getattr(args, "command", None) or "", parser).error(
+            f"unrecognized arguments: {' '.join(extras)}")
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
         return 2
@@ -46,5 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # The reader of stdout went away (``| head``): stop quietly, and keep the interpreter's final flush quiet.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout without a file descriptor (captured): nothing to flush there
+            pass
         return 0
     return status

@@ -1,23 +1,18 @@
-"""``pyticdc decode``: print the events of a capture file or a Kafka topic as JSON Lines or readable text.
+"""``pyticdc decode``: print the events of capture files or Kafka topics as JSON Lines or readable text.
 
-    pyticdc decode --protocol canal-json -o enable-tidb-extension=true capture.jsonl
-    pyticdc decode --protocol simple -b broker:9092 -t cdc --format text
-    pyticdc decode --protocol craft dump.parquet --kind row --limit 20
+    pyticdc decode -p canal-json -o enable-tidb-extension=true capture.jsonl
+    pyticdc decode -b broker:9092 -t cdc --output-format text
+    pyticdc decode -p craft dump.parquet --kind row --limit 20 -O events.jsonl
 
-Options
-    ``-p/--protocol``        open-protocol | canal-json | craft | debezium | simple (required)
-    ``-o name=value``        a TiCDC codec option (``enable-tidb-extension=true``, ``encoding-format=avro``)
-    ``PATH ...``             capture files (pyticdc JSON Lines, Parquet with Kafka columns, ``kcat -J``), or:
-    ``-b/--bootstrap-servers`` with ``-t/--topic`` (and ``--starting-offsets``/``--ending-offsets``, Spark
-                             syntax, default earliest..latest, ``-X name=value`` librdkafka settings)
-    ``--capture-format``     auto (default) | jsonl | parquet | kcat
-    ``--format``             ``jsonl`` (default): one JSON object per event with the fields of the Spark
-                             event DataFrame (images as objects, TSOs as exact integers, raw bytes base64);
-                             ``text``: one readable line per event
-    ``--kind``               only these kinds (repeatable): row, ddl, watermark, bootstrap, error
-    ``--limit N``            stop after N printed events
+Input, codec and progress flags are the shared ones (:mod:`pyticdc.cli.common`); the protocol is detected
+from the first records unless ``-p`` names it. ``--output-format jsonl`` (default) prints one JSON object
+per event with the fields of the Spark event DataFrame (images as objects, TSOs as exact integers, raw
+bytes base64); ``text`` one readable line per event. A capture line that is not a record becomes an
+``error`` event (topic ``file:PATH``, offset = its byte position). Works with the base install: only
+Parquet captures need pyarrow.
 
-Undecodable records are printed as ``error`` events and make the exit status 1 (0 when all decoded).
+Exit status: 0 when every record decoded, 1 when some did not (they are printed as ``error`` events),
+2 on a usage or configuration error.
 """
 
 from __future__ import annotations
@@ -27,9 +22,23 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
+
+from pyticdc.cli.common import (
+    FAILURE,
+    REPORTED,
+    USAGE,
+    add_codec_arguments,
+    add_input_arguments,
+    add_progress_argument,
+    counted,
+    open_input,
+    progress_bar,
+    report,
+    resolve_codec,
+)
 
 __all__ = ["add_parser", "format_text"]
 
@@ -39,31 +48,21 @@ KINDS = ("row", "ddl", "watermark", "bootstrap", "error")
 def add_parser(subparsers: Any) -> None:
     """Register ``decode``."""
     parser = subparsers.add_parser(
-        "decode", help="print a capture file's or a topic's events as JSON Lines or text",
-        description="Decode TiCDC Kafka messages from capture files or a topic and print the events.")
-    parser.add_argument("paths", nargs="*", type=Path, help="capture files (or use -b/-t for Kafka)")
-    parser.add_argument("-p", "--protocol", required=True, help="TiCDC protocol name")
-    parser.add_argument("-o", dest="options", action="append", metavar="NAME=VALUE", help="TiCDC codec option")
-    parser.add_argument("-b", "--bootstrap-servers", help="read Kafka instead of files")
-    parser.add_argument("-t", "--topic", action="append", help="topic (repeatable, or a,b)")
-    parser.add_argument("--starting-offsets", default="earliest", help="earliest | latest | Spark offsets JSON")
-    parser.add_argument("--ending-offsets", default="latest", help="latest | Spark offsets JSON")
-    parser.add_argument("-X", dest="settings", action="append", metavar="NAME=VALUE", help="librdkafka setting")
-    parser.add_argument("--capture-format", default="auto", choices=("auto", "jsonl", "parquet", "kcat"))
-    parser.add_argument("--format", default="jsonl", choices=("jsonl", "text"), help="output format")
-    parser.add_argument("--kind", action="append", choices=KINDS, help="only these event kinds (repeatable)")
-    parser.add_argument("--limit", type=int, default=None, help="stop after this many events")
+        "decode", help="print the events of capture files or topics as JSON Lines or text",
+        description="Decode TiCDC Kafka messages from capture files or Kafka topics and print one line per event.")
+    add_input_arguments(parser)
+    add_codec_arguments(parser, detect=True)
+    group = parser.add_argument_group("output")
+    group.add_argument("-O", "--output", type=Path, metavar="FILE",
+                       help="write the events to this file (default: standard output)")
+    group.add_argument("--output-format", default="jsonl", choices=("jsonl", "text"),
+                       help="jsonl: one JSON object per event; text: one readable line per event (default jsonl)")
+    group.add_argument("--kind", action="append", choices=KINDS,
+                       help="print only events of this kind, repeatable (default: every kind)")
+    group.add_argument("--limit", type=int, default=None, metavar="N",
+                       help="stop after printing N events (default: no limit)")
+    add_progress_argument(parser)
     parser.set_defaults(run=run_decode)
-
-
-def _options(pairs: list[str] | None) -> dict[str, str]:
-    options: dict[str, str] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"-o expects name=value, got {pair!r}")
-        options[name.strip()] = value.strip()
-    return options
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
@@ -108,71 +107,62 @@ def format_text(event: dict[str, Any]) -> str:
     return f"{where} {event['op']} {table} commit_ts={event['commit_ts']}{flag} " + " ".join(parts)
 
 
-def _records(args: argparse.Namespace) -> Iterator[Any]:
-    from pyticdc.capture import plan_splits as splits
-    from pyticdc.capture import read_split
-
-    if args.bootstrap_servers:
-        from pyticdc.cli.capture_command import client_settings
-        from pyticdc.kafka import offset_ranges, read_range
-
-        config = {**client_settings(args.settings), "bootstrap.servers": args.bootstrap_servers}
-        for offset_range in offset_ranges(config, subscribe=",".join(args.topic or []),
-                                          starting=args.starting_offsets, ending=args.ending_offsets):
-            yield from read_range(config, offset_range)
-        return
-    for split in splits([str(p) for p in args.paths], args.capture_format, splittable=False):
-        yield from read_split(split, lenient=True)  # records, and BadLine for malformed lines
-
-
 def run_decode(args: argparse.Namespace) -> int:
-    """Print events; 1 if any record failed to decode, 2 on a usage or source error."""
-    from pyticdc.capture import BadLine, CaptureError
-    from pyticdc.kafka import KafkaReadError
-    from pyticdc.model import ConfigError, KafkaRecord
+    """Print events; 1 if any record failed to decode, 2 on a usage or configuration error."""
+    from pyticdc.capture import BadLine
+    from pyticdc.model import KafkaRecord
+    from pyticdc.spark.rows import RecordDecoder, new_decoder, row_dict
 
-    if bool(args.paths) == bool(args.bootstrap_servers):
-        print("pyticdc decode: give capture files, or -b/--bootstrap-servers with -t/--topic", file=sys.stderr)
-        return 2
-    if args.bootstrap_servers and not args.topic:
-        print("pyticdc decode: -t/--topic is required with -b/--bootstrap-servers", file=sys.stderr)
-        return 2
+    bad_lines: list[BadLine] = []
     try:
-        from pyticdc.spark.rows import RecordDecoder, row_dict
-    except ImportError as exc:  # pyarrow is part of the spark extra
-        print(f"pyticdc decode needs pyarrow ({exc}); pip install 'pyticdc[spark]'", file=sys.stderr)
-        return 2
+        if args.limit is not None and args.limit < 1:
+            raise ValueError("--limit must be >= 1")
+        source = open_input(args, on_bad_line=bad_lines.append)
+        protocol, options, records = resolve_codec(args, source.records)
+        new_decoder(protocol, options)  # an unknown or invalid option fails now, naming the valid ones
+        out: IO[str] = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")
+    except REPORTED as exc:
+        return report(args, exc, USAGE)
+    decoder = RecordDecoder(protocol, options, reuse=False)
+
+    def flush_bad_lines() -> None:
+        for item in bad_lines:
+            decoder.add_error(KafkaRecord(topic=f"file:{item.path}", partition=-1, offset=item.position,
+                                          value=item.line), f"capture: {item.reason}")
+        bad_lines.clear()
+
+    def checked() -> Iterator[KafkaRecord]:
+        for record in records:
+            flush_bad_lines()
+            yield record
+        flush_bad_lines()
+
     kinds = set(args.kind or KINDS)
     printed = failures = 0
-    out = sys.stdout
+    progress = progress_bar(args, "decode", source.total, shares_terminal=args.output is None and out.isatty())
     try:
-        decoder = RecordDecoder(args.protocol, _options(args.options), reuse=False)
-
-        def records() -> Iterator[KafkaRecord]:
-            for item in _records(args):
-                if isinstance(item, BadLine):
-                    decoder.add_error(KafkaRecord(topic=f"file:{item.path}", partition=-1, offset=item.position,
-                                                  value=item.line), f"capture: {item.reason}")
-                else:
-                    yield item
-
-        for row in _chain(decoder.decode_rows(records()), decoder):
-            event = row_dict(row)
-            failures += event["kind"] == "error"
-            if event["kind"] not in kinds:
-                continue
-            line = format_text(event) if args.format == "text" else orjson.dumps(event).decode()
-            out.write(line + "\n")
-            printed += 1
-            if args.limit is not None and printed >= args.limit:
-                break
-    except (ConfigError, CaptureError, KafkaReadError) as exc:
-        print(f"pyticdc decode: {exc}", file=sys.stderr)
-        return 2
-    out.flush()
+        with progress:
+            for row in _chain(decoder.decode_rows(counted(checked(), progress.update)), decoder):
+                event = row_dict(row)
+                failures += event["kind"] == "error"
+                if event["kind"] not in kinds:
+                    continue
+                out.write((format_text(event) if args.output_format == "text" else orjson.dumps(event).decode())
+                          + "\n")
+                printed += 1
+                if args.limit is not None and printed >= args.limit:
+                    break
+        out.flush()
+    except BrokenPipeError:
+        raise  # the reader went away (| head): not an error, see pyticdc.cli.main
+    except REPORTED as exc:
+        return report(args, exc, FAILURE)
+    finally:
+        if out is not sys.stdout:
+            out.close()
     if failures:
-        print(f"pyticdc decode: {failures} records failed to decode", file=sys.stderr)
-    return 1 if failures else 0
+        return report(args, f"{failures} records failed to decode", FAILURE)
+    return 0
 
 
 def _chain(rows: Iterator[tuple[Any, ...]], decoder: Any) -> Iterator[tuple[Any, ...]]:

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 from pathlib import Path
 from typing import Any
 
-from pyticdc.cli.produce_command import (
-    ProgressBar,
-    add_kafka_arguments,
+from pyticdc.cli.common import (
+    FAILURE,
+    REPORTED,
+    USAGE,
+    add_codec_arguments,
+    add_input_arguments,
     add_progress_argument,
-    parse_assignments,
-    progress_enabled,
-    read_records,
-    report_error,
+    counted,
+    open_input,
+    progress_bar,
+    report,
+    resolve_codec,
 )
-from pyticdc.model import PyticdcError
+from pyticdc.model import ConfigError
 
 __all__ = ["add_parser"]
 
@@ -29,56 +32,47 @@ def add_parser(subparsers: Any) -> None:
         description="Read TiCDC records from capture files or Kafka and print: tables with operations per table, "
                     "the commit-ts range, each partition's watermark and lag, the DDL timeline and the records "
                     "that do not decode (with offsets and reasons). --plot draws events per second and watermark "
-                    "lag over time, one line per partition.")
-    parser.add_argument("paths", nargs="*", type=Path, metavar="CAPTURE",
-                        help="capture files or directories (jsonl[.gz], parquet, kcat -J)")
-    parser.add_argument("--format", default="auto", choices=("auto", "jsonl", "parquet", "kcat"),
-                        help="capture format (default: detect)")
-    parser.add_argument("--input-topic", "--topic", dest="input_topic", metavar="TOPICS",
-                        help="read these Kafka topics instead (comma-separated names or a regular expression)")
-    parser.add_argument("--protocol", default="auto",
-                        help="open-protocol | canal-json | craft | debezium | simple | auto (detect from the records)")
-    parser.add_argument("--option", dest="options", action="append", metavar="NAME=VALUE",
-                        help="decoder option with its TiCDC name, repeatable (e.g. encoding-format=avro)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
-    parser.add_argument("--plot", type=Path, metavar="FILE.png",
-                        help="draw events per second and watermark lag over time to this PNG")
-    parser.add_argument("--bucket-ms", type=int, metavar="MS",
-                        help="width of the events-per-second buckets (default: about 60 over the stream)")
-    parser.add_argument("--max-bad", type=int, default=1000, metavar="N",
-                        help="bad records to keep and list (default 1000)")
-    add_kafka_arguments(parser, reading=True)
+                    "lag over time, one line per partition. Exit status 1 when some records do not decode.")
+    add_input_arguments(parser)
+    add_codec_arguments(parser, detect=True)
+    group = parser.add_argument_group("output")
+    group.add_argument("--output-format", default="text", choices=("text", "json"),
+                       help="print the summary as text tables or as one JSON document (default text)")
+    group.add_argument("--plot", type=Path, metavar="FILE.png",
+                       help="also draw events per second and watermark lag over time to this PNG (needs matplotlib; "
+                            "default: no plot)")
+    group.add_argument("--bucket-ms", type=int, metavar="MS",
+                       help="width of the events-per-second buckets (default: about 60 buckets over the stream)")
+    group.add_argument("--max-bad", type=int, default=1000, metavar="N",
+                       help="bad records to keep and list (default 1000)")
     add_progress_argument(parser)
     parser.set_defaults(run=run_inspect)
 
 
 def run_inspect(args: argparse.Namespace) -> int:
     """Inspect, print the summary (text or JSON), maybe plot; 1 if any record did not decode."""
+    import importlib.util
+
     import orjson
 
-    from pyticdc.inspection import Inspector, detect_protocol, format_summary
+    from pyticdc.inspection import Inspector, format_summary
 
     try:
-        records, total, _ = read_records(args, args.paths, args.input_topic, capture_format=args.format)
-        iterator = iter(records)
-        options: dict[str, Any] = parse_assignments(args.options, "--option")
-        protocol = args.protocol
-        if protocol == "auto":
-            head = list(itertools.islice(iterator, 200))
-            protocol, detected = detect_protocol(head)
-            options = {**detected, **options}
-            print(f"detected protocol {protocol}" + "".join(f" {k}={v}" for k, v in detected.items()),
-                  file=sys.stderr)
-            iterator = itertools.chain(head, iterator)
+        if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
+            raise ConfigError("--plot needs matplotlib: pip install 'pyticdc[plot]'")
+        source = open_input(args)
+        protocol, options, records = resolve_codec(args, source.records)
         inspector = Inspector(protocol, options, max_bad_records=args.max_bad, bucket_ms=args.bucket_ms)
-        with ProgressBar("inspect", total, enabled=progress_enabled(args)) as progress:
-            for record in iterator:
+    except REPORTED as exc:
+        return report(args, exc, USAGE)
+    try:
+        with progress_bar(args, "inspect", source.total) as progress:
+            for record in counted(records, progress.update):
                 inspector.add(record)
-                progress.update()
-    except (PyticdcError, ValueError, NotImplementedError, OSError) as exc:
-        return report_error(exc)
+    except REPORTED as exc:
+        return report(args, exc, FAILURE)
     summary = inspector.summary()
-    if args.json:
+    if args.output_format == "json":
         data = summary.to_builtins()
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
     else:
@@ -89,6 +83,6 @@ def run_inspect(args: argparse.Namespace) -> int:
         try:
             path = plot_summary(summary, args.plot)
         except (RuntimeError, OSError) as exc:
-            return report_error(exc)
+            return report(args, exc, FAILURE)
         print(f"plot written to {path}", file=sys.stderr)
     return 1 if summary.bad_records or summary.bad_records_omitted else 0

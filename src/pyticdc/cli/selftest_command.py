@@ -11,12 +11,12 @@ difference (table, key, column, expected, got) and exits 1.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import Any, Final
 
+from pyticdc.cli.common import FAILURE, USAGE, parse_assignments, report
 from pyticdc.codec import PROTOCOLS, built_protocols, canonical_protocol
-from pyticdc.model import PyticdcError
+from pyticdc.model import ConfigError, PyticdcError
 
 __all__ = ["add_parser"]
 
@@ -32,19 +32,23 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "selftest", help="simulate, produce with faults, consume and compare the replica with the ground truth",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--protocol", action="append", metavar="P",
-                        help=f"protocol to test (repeatable; default: every built one of {', '.join(PROTOCOLS)})")
-    parser.add_argument("--option", action="append", metavar="NAME=VALUE", default=[],
-                        help="TiCDC codec option, e.g. encoding-format=avro (repeatable)")
-    parser.add_argument("--seed", type=int, default=1, help="first workload seed (default 1)")
-    parser.add_argument("--seeds", type=int, default=1, help="number of consecutive seeds to run (default 1)")
-    parser.add_argument("--partitions", type=int, default=3, help="Kafka partitions (default 3)")
+    parser.add_argument("-p", "--protocol", action="append", metavar="PROTOCOL",
+                        help=f"protocol to test, repeatable (default: every built one of {', '.join(PROTOCOLS)})")
+    parser.add_argument("-o", "--option", action="append", metavar="NAME=VALUE", default=[],
+                        help="codec option by its TiCDC name, repeatable, e.g. -o encoding-format=avro (default: "
+                             "TiCDC's defaults, with enable-tidb-extension=true for canal-json and debezium)")
+    parser.add_argument("--seed", type=int, default=1, metavar="N", help="first workload seed (default 1)")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help="number of consecutive seeds to run (default 1)")
+    parser.add_argument("--partitions", type=int, default=3, metavar="N",
+                        help="partitions of the simulated topic (default 3)")
     parser.add_argument("--dispatcher", action="append", choices=DISPATCHERS, metavar="RULE",
-                        help=f"partition dispatcher, one of {', '.join(DISPATCHERS)} (repeatable; default: default)")
-    parser.add_argument("--faults", default="duplicates,replays,restarts,crashes",
-                        help=f"comma-separated faults from {', '.join(FAULTS)}, or 'all' or 'none' "
+                        help=f"partition dispatcher, one of {', '.join(DISPATCHERS)}, repeatable (default: default)")
+    parser.add_argument("--faults", default="duplicates,replays,restarts,crashes", metavar="FAULTS",
+                        help=f"comma-separated faults from {', '.join(FAULTS)}, or all or none "
                              "(default: duplicates,replays,restarts,crashes)")
-    parser.add_argument("--transactions", type=int, default=60, help="transactions per workload (default 60)")
+    parser.add_argument("--transactions", type=int, default=60, metavar="N",
+                        help="transactions per workload (default 60)")
     parser.add_argument("--engine", choices=("python", "spark"), default="python",
                         help="consume with the pure-Python engine or the Spark pipeline (default python)")
     parser.set_defaults(run=run_selftest)
@@ -56,7 +60,7 @@ def _fault_plan(spec: str) -> Any:
     names = set(FAULTS) if spec == "all" else set() if spec in ("none", "") else set(spec.split(","))
     unknown = names - set(FAULTS)
     if unknown:
-        raise PyticdcError(f"unknown fault(s) {', '.join(sorted(unknown))}; valid: {', '.join(FAULTS)}, all, none")
+        raise ConfigError(f"unknown fault(s) {', '.join(sorted(unknown))}; valid: {', '.join(FAULTS)}, all, none")
     return FaultPlan(
         duplicate_rate=0.05 if "duplicates" in names else 0.0,
         restarts=2 if "restarts" in names else 0,
@@ -69,12 +73,7 @@ def _fault_plan(spec: str) -> Any:
 
 def _options(protocol: str, assignments: list[str]) -> dict[str, Any]:
     options: dict[str, Any] = {"enable-tidb-extension": True} if protocol in NEEDS_EXTENSION else {}
-    for item in assignments:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise PyticdcError(f"--option expects NAME=VALUE, got {item!r}")
-        options[name.strip()] = value.strip()
-    return options
+    return {**options, **parse_assignments(assignments, "-o/--option")}
 
 
 def run_selftest(args: argparse.Namespace) -> int:
@@ -82,15 +81,18 @@ def run_selftest(args: argparse.Namespace) -> int:
     try:
         protocols = [canonical_protocol(p) for p in args.protocol] if args.protocol else built_protocols()
         plan = _fault_plan(args.faults)
+        for protocol in protocols:
+            _options(protocol, args.option)  # malformed options fail before any run
         if args.engine == "spark":
             from pyticdc.spark.selftest import run_spark_selftest  # type: ignore[import-not-found,unused-ignore]
 
             status: int = run_spark_selftest(args, protocols, plan)
             return status
         return _run_python(args, protocols, plan)
+    except (ConfigError, NotImplementedError) as exc:
+        return report(args, exc, USAGE)
     except PyticdcError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return report(args, exc, FAILURE)
 
 
 def _run_python(args: argparse.Namespace, protocols: list[str], plan: Any) -> int:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
+from pyticdc.cli.common import USAGE, report
 from pyticdc.vectors import check_paths
 
 __all__ = ["add_parser"]
@@ -18,7 +18,7 @@ def add_parser(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="vectors_command", metavar="ACTION")
     check = sub.add_parser("check", help="run every case of vector files; exit 1 if any fails")
     check.add_argument("paths", nargs="+", type=Path, help="vector JSON files or directories")
-    check.add_argument("-v", "--verbose", action="store_true", help="also list passing cases")
+    check.add_argument("-v", "--verbose", action="store_true", help="also list passing cases (default: only failures)")
     check.set_defaults(run=run_check)
 
 
@@ -26,8 +26,7 @@ def run_check(args: argparse.Namespace) -> int:
     """Print failing cases and the ``N passed, M failed`` line."""
     missing = [p for p in args.paths if not p.exists()]
     if missing:
-        print(f"no such file: {', '.join(map(str, missing))}", file=sys.stderr)
-        return 2
+        return report(args, f"no such file: {', '.join(map(str, missing))}", USAGE)
     results = check_paths(args.paths)
     passed = sum(r.passed for r in results)
     for r in results:

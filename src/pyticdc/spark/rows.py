@@ -1,4 +1,4 @@
-"""Kafka records → decoded change-event rows as Arrow batches (pure: pyarrow, no JVM).
+"""Kafka records → decoded change-event rows as Arrow batches (pure, no JVM; pyarrow only for the batches).
 
 This is the body of every Spark decode path (the ``pyticdc`` data source and ``mapInArrow`` over a
 Kafka DataFrame) and of ``pyticdc decode``: one event per row, with these columns
@@ -57,13 +57,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-import pyarrow as pa
 
 from pyticdc.codec import canonical_protocol, codec_module, make_decoder
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
@@ -81,6 +81,9 @@ from pyticdc.model import (
     Watermark,
 )
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 __all__ = [
     "EVENT_COLUMNS",
     "EventRowBuilder",
@@ -96,44 +99,49 @@ __all__ = [
     "table_info_json",
 ]
 
-_TEXT_MAP: Final = pa.map_(pa.string(), pa.string())
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_TSO: Final = pa.decimal128(20, 0)
 
-#: The decoded-event columns and their Arrow types (Spark's own Arrow mapping of the event schema).
-EVENT_COLUMNS: Final[tuple[tuple[str, pa.DataType], ...]] = (
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("kafka_timestamp", pa.timestamp("us", tz="UTC")),
-    ("event_index", pa.int32()),
-    ("kind", pa.string()),
-    ("op", pa.string()),
-    ("schema", pa.string()),
-    ("table", pa.string()),
-    ("table_id", pa.int64()),
-    ("physical_table_id", pa.int64()),
-    ("commit_ts", _TSO),
-    ("schema_version", _TSO),
-    ("columns", _TEXT_MAP),
-    ("pre_columns", _TEXT_MAP),
-    ("base64_columns", pa.list_(pa.field("element", pa.string()))),
-    ("handle_key_only", pa.bool_()),
-    ("ddl_query", pa.string()),
-    ("ddl_type", pa.int32()),
-    ("table_info", pa.string()),
-    ("pre_table_info", pa.string()),
-    ("error", pa.string()),
-    ("raw_key", pa.binary()),
-    ("raw_value", pa.binary()),
+#: The decoded-event column names, in order (their Arrow types: :data:`EVENT_COLUMNS`).
+EVENT_NAMES: Final = (
+    "topic", "partition", "offset", "kafka_timestamp", "event_index", "kind", "op", "schema", "table", "table_id",
+    "physical_table_id", "commit_ts", "schema_version", "columns", "pre_columns", "base64_columns",
+    "handle_key_only", "ddl_query", "ddl_type", "table_info", "pre_table_info", "error", "raw_key", "raw_value",
 )
-EVENT_NAMES: Final = tuple(name for name, _ in EVENT_COLUMNS)
 _MAP_COLUMNS: Final = frozenset({"columns", "pre_columns"})
+
+#: The decoded-event columns and their Arrow types (Spark's own Arrow mapping of the event schema); built on
+#: first use, so decoding to row tuples (``pyticdc decode``) works without pyarrow.
+EVENT_COLUMNS: tuple[tuple[str, pa.DataType], ...]
+
+
+@functools.cache
+def _event_columns() -> tuple[tuple[str, pa.DataType], ...]:
+    import pyarrow as pa
+
+    text_map, tso = pa.map_(pa.string(), pa.string()), pa.decimal128(20, 0)
+    types = {
+        "topic": pa.string(), "partition": pa.int32(), "offset": pa.int64(),
+        "kafka_timestamp": pa.timestamp("us", tz="UTC"), "event_index": pa.int32(), "kind": pa.string(),
+        "op": pa.string(), "schema": pa.string(), "table": pa.string(), "table_id": pa.int64(),
+        "physical_table_id": pa.int64(), "commit_ts": tso, "schema_version": tso, "columns": text_map,
+        "pre_columns": text_map, "base64_columns": pa.list_(pa.field("element", pa.string())),
+        "handle_key_only": pa.bool_(), "ddl_query": pa.string(), "ddl_type": pa.int32(), "table_info": pa.string(),
+        "pre_table_info": pa.string(), "error": pa.string(), "raw_key": pa.binary(), "raw_value": pa.binary(),
+    }
+    return tuple((name, types[name]) for name in EVENT_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EVENT_COLUMNS":
+        return _event_columns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def event_arrow_schema() -> pa.Schema:
     """The Arrow schema of decoded-event batches."""
-    return pa.schema([pa.field(name, kind) for name, kind in EVENT_COLUMNS])
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, kind) for name, kind in _event_columns()])
 
 
 # --------------------------------------------------------------------------- table info JSON
@@ -294,12 +302,14 @@ class EventRowBuilder:
 
     def to_batch(self) -> pa.RecordBatch:
         """The accumulated rows as one Arrow batch (the builder is emptied)."""
+        import pyarrow as pa
+
         rows, self.rows = self.rows, []
-        columns = list(zip(*rows)) if rows else [()] * len(EVENT_COLUMNS)
+        columns = list(zip(*rows)) if rows else [()] * len(EVENT_NAMES)
         arrays = []
-        for (name, kind), values in zip(EVENT_COLUMNS, columns):
+        for (name, kind), values in zip(_event_columns(), columns):
             if name in _MAP_COLUMNS:
-                arrays.append(_map_array(values))
+                arrays.append(_map_array(values, kind))
             else:
                 arrays.append(pa.array(values, kind))
         return pa.RecordBatch.from_arrays(arrays, schema=event_arrow_schema())
@@ -321,7 +331,9 @@ def _row_fields(event: RowChange) -> tuple[Any, ...]:
             info_json, None, None, None, None)
 
 
-def _map_array(images: Sequence[_Image | None]) -> pa.Array:
+def _map_array(images: Sequence[_Image | None], kind: pa.DataType) -> pa.Array:
+    import pyarrow as pa
+
     offsets = [0]
     keys: list[str] = []
     items: list[str | None] = []
@@ -336,7 +348,7 @@ def _map_array(images: Sequence[_Image | None]) -> pa.Array:
         offsets.append(len(keys))
     return pa.MapArray.from_arrays(
         pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(items, pa.string()),
-        type=_TEXT_MAP, mask=pa.array(mask, pa.bool_()))
+        type=kind, mask=pa.array(mask, pa.bool_()))
 
 
 def row_dict(row: tuple[Any, ...]) -> dict[str, Any]:

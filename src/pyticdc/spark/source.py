@@ -21,16 +21,31 @@ capture line that is not a record at all also becomes an ``error`` row: topic ``
 
 The source is registered per session (``pyticdc.spark.register(spark)``; ``spark_session()`` does it):
 Spark's automatic discovery only looks at top-level ``pyspark_*`` modules.
+
+Writing: ``df.write.format("pyticdc")`` encodes a changelog (a decoded-event DataFrame arranged by
+:func:`pyticdc.spark_writer.arrange_changelog`) with a target protocol and TiCDC's routing, to Kafka or to
+capture files; its options are :class:`pyticdc.spark_writer.WriterOptions`. Read options are parsed only
+when reading, so each direction sees only its own::
+
+    from pyticdc.spark_writer import arrange_changelog
+    options = {"protocol": "craft", "topic": "cdc", "partitions": "3"}
+    arrange_changelog(events, options).write.format("pyticdc").options(**options).mode("append").save("out/")
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -279,11 +294,13 @@ class CaptureStreamReader(DataSourceStreamReader):
 
 
 class PyticdcDataSource(DataSource):
-    """``format("pyticdc")``: TiCDC Kafka messages, from Kafka or capture files, as decoded events."""
+    """``format("pyticdc")``: TiCDC Kafka messages, from Kafka or capture files, as decoded events; and written
+    back from a changelog."""
 
-    def __init__(self, options: dict[str, str]) -> None:
-        super().__init__(options)
-        self.source_options = SourceOptions.parse(dict(options))
+    @cached_property
+    def source_options(self) -> SourceOptions:
+        """The read options, parsed and checked on first use (by a read: writes take other options)."""
+        return SourceOptions.parse(dict(self.options))
 
     @classmethod
     def name(cls) -> str:
@@ -305,3 +322,10 @@ class PyticdcDataSource(DataSource):
         if self.source_options.is_kafka:
             return KafkaStreamReader(self.source_options)
         return CaptureStreamReader(self.source_options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """The changelog writer (:class:`pyticdc.spark_writer.ChangelogWriter`) with this write's options."""
+        from pyticdc.spark_writer import ChangelogWriter
+
+        writer: DataSourceWriter = ChangelogWriter(dict(self.options), schema, overwrite)
+        return writer

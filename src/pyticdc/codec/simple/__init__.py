@@ -24,6 +24,12 @@ Decoder
     ``schema_version`` set, so a consumer can hold the row and call ``resolve_row`` once the
     matching BOOTSTRAP/DDL arrives.
 
+Speed
+    DML messages as TiCDC writes them take per-table code generated once per table version
+    (``_fast``): a run of JSON messages of one table costs one msgspec decode each, Avro ones
+    one pass over the bytes, and rows are encoded by straight-line writers. Anything else takes
+    the general path below, which alone raises errors, so both give the same events and bytes.
+
 What a round trip keeps (``Encoder.project``): row values exactly (JSON turns invalid UTF-8 in
 text-charset strings into U+FFFD; NaN/±Inf floats become 0 as TiCDC's mounter does), no
 ``row_id``, ``table_id``/``physical_table_id`` from the wire, the table schema as TableSchema
@@ -37,16 +43,17 @@ columns unknown to the table are not written.
 from __future__ import annotations
 
 import binascii
-import struct
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+import msgspec
 import orjson
 
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, ClaimCheckStore, Message
 from pyticdc.codec.compression import compress, decompress
 from pyticdc.codec.jsontext import go_json_quote
 from pyticdc.codec.options import Clock, CodecOptions
+from pyticdc.codec.simple import _fast
 from pyticdc.codec.simple import _values as V
 from pyticdc.codec.simple._avro import (
     DDL_TYPES,
@@ -107,9 +114,18 @@ OPTIONS: Final = frozenset({
 })
 
 _MASK64: Final = (1 << 64) - 1
+_NULL_RAW: Final = _fast.NULL_RAW
 _RECORD_OVERHEAD: Final = 36  # common.Message.Length(): key + value + MaxRecordOverhead
 _DML_TYPES: Final = {Op.INSERT: "INSERT", Op.UPDATE: "UPDATE", Op.DELETE: "DELETE"}
 _OPS: Final = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
+# Enum members as module constants: attribute access on the Enum class is slow in hot paths.
+_INSERT: Final = Op.INSERT
+_DELETE: Final = Op.DELETE
+_JSON_DML_DECODE: Final = _fast.JSON_DML_DECODER.decode
+# Message, type DML, payload DML, version 1: how every DML message TiCDC writes starts.
+_AVRO_DML: Final = bytes([MESSAGE_BRANCH << 1, MESSAGE_TYPES.index("DML") << 1, MESSAGE_TYPES.index("DML") << 1, 2])
+_FAST_PATH_ERRORS: Final = _fast.FAST_PATH_ERRORS
+_replace: Final = msgspec.structs.replace
 
 # getDDLType (message.go): TiDB ActionType → Simple DDL type.
 _ALTER_ACTIONS: Final = frozenset({5, 6, 12, 13, 15, 17, 18, 19, 20, 22, 23, 41, 61, 64, 71, 72})
@@ -146,18 +162,9 @@ def _zz_byte(branch: int) -> int:
     return branch << 1  # zigzag of a small non-negative union index / enum index
 
 
-_B_NULL: Final = _zz_byte(VALUE_BRANCH["null"])
-_B_LONG: Final = _zz_byte(VALUE_BRANCH["long"])
-_B_FLOAT: Final = _zz_byte(VALUE_BRANCH["float"])
-_B_DOUBLE: Final = _zz_byte(VALUE_BRANCH["double"])
-_B_STRING: Final = _zz_byte(VALUE_BRANCH["string"])
-_B_BYTES: Final = _zz_byte(VALUE_BRANCH["bytes"])
-_B_TIMESTAMP: Final = _zz_byte(VALUE_BRANCH["Timestamp"])
-_B_UBIGINT: Final = _zz_byte(VALUE_BRANCH["UnsignedBigint"])
 _I_NULL, _I_LONG, _I_FLOAT, _I_DOUBLE, _I_STRING, _I_BYTES, _I_TIMESTAMP, _I_UBIGINT = (
     VALUE_BRANCH[n] for n in ("null", "long", "float", "double", "string", "bytes", "Timestamp", "UnsignedBigint")
 )
-_F64_PACK: Final = struct.Struct("<d").pack
 _AVRO_RECORDS: Final = {"WATERMARK": "Watermark", "BOOTSTRAP": "Bootstrap", "DDL": "DDL", "DML": "DML"}
 _AVRO_HEAD: Final = {
     name: bytes([_zz_byte(MESSAGE_BRANCH), _zz_byte(i), _zz_byte(i), 0x02])  # branch, type, payload, version 1
@@ -415,8 +422,25 @@ class Encoder(BaseEncoder):
         # Reference §6.1: tableID is the physical (partition) table id.
         table_id = row.physical_table_id or row.table_id or table.table_id
         ordered, by_name = _plan(table)
+        writers = _fast.writers(table)
         if self._avro:
-            return self._dml_avro(row, table, table_id, ordered, data, old, handle_only, location)
+            return self._dml_avro(row, table, table_id, ordered, data, old, handle_only, location, writers)
+        if writers is not None and not handle_only and not location:
+            # The common message: the same members as below, from the table's precomputed parts.
+            text = writers.json_head
+            if table_id:
+                text += f',"tableID":{table_id}'
+            text += (f',"type":"{_DML_TYPES[row.op]}","commitTs":{commit_ts},"buildTs":{self.clock()}'
+                     f'{writers.json_version}')
+            if data is not None:
+                body = self._json_body(writers, by_name, data)
+                if body:  # omitempty drops an empty map
+                    text += ',"data":{' + body + "}"
+            if old is not None:
+                body = self._json_body(writers, by_name, old)
+                if body:
+                    text += ',"old":{' + body + "}"
+            return self._utf8(text + "}")
         parts = ['{"version":1']
         if table.schema:
             parts += [',"database":', go_json_quote(table.schema)]
@@ -439,6 +463,12 @@ class Encoder(BaseEncoder):
         parts.append("}")
         return self._utf8("".join(parts))
 
+    def _json_body(self, writers: _fast.Writers, plan: list[_Col], image: Mapping[str, Any]) -> str:
+        try:
+            return writers.json_image(image, self._location_json)
+        except _fast.WRITER_FALLBACK:  # a missing column, a float past float32: the general way
+            return self._json_image(plan, image, False)
+
     def _json_image(self, plan: list[_Col], image: Mapping[str, Any], handle_only: bool) -> str:
         items = []
         location = self._location_json
@@ -458,16 +488,22 @@ class Encoder(BaseEncoder):
 
     def _dml_avro(
         self, row: RowChange, table: TableInfo, table_id: int, plan: list[_Col], data: Mapping[str, Any] | None,
-        old: Mapping[str, Any] | None, handle_only: bool, location: str,
+        old: Mapping[str, Any] | None, handle_only: bool, location: str, writers: _fast.Writers | None,
     ) -> bytes:
         out = bytearray(_AVRO_HEAD["DML"])
-        write_str(out, table.schema)
-        write_str(out, table.table)
+        if writers is None:
+            write_str(out, table.schema)
+            write_str(out, table.table)
+        else:
+            out += writers.avro_head
         write_long(out, table_id)
         out.append(_zz_byte(DML_TYPES.index(_DML_TYPES[row.op])))
         write_long(out, _u64_as_i64(row.commit_ts))
         write_long(out, self.clock())
-        write_long(out, _u64_as_i64(table.schema_version))
+        if writers is None:
+            write_long(out, _u64_as_i64(table.schema_version))
+        else:
+            out += writers.avro_version
         option = self.options.large_message_handle_option
         if option == "claim-check" and location:
             out.append(0x02)
@@ -479,48 +515,30 @@ class Encoder(BaseEncoder):
         for image in (data, old):
             if image is None:
                 out.append(0x00)
-            else:
-                out.append(0x02)
-                self._avro_image(out, plan, image, handle_only)
+                continue
+            out.append(0x02)
+            if writers is not None and not handle_only:
+                mark = len(out)
+                try:
+                    writers.avro_image(out, image, self._location_avro)
+                    continue
+                except _fast.WRITER_FALLBACK:  # a missing column, a float past float32: the general way
+                    del out[mark:]
+            self._avro_image(out, plan, image, handle_only)
         return bytes(out)
 
     def _avro_image(self, out: bytearray, plan: list[_Col], image: Mapping[str, Any], handle_only: bool) -> None:
         # goavro writes a map as one block (count, entries, 0); entries here follow table order.
         entries = bytearray()
         count = 0
+        location = self._location_avro
         for col in plan:
             if col.name not in image or col.virtual or (handle_only and not col.handle):
                 continue
             count += 1
             entries += col.avro_key
-            value = V.normalize(image[col.name], col.column, col.kind, col.bounds)
-            kind = col.kind
-            if value is None:
-                entries.append(_B_NULL)
-            elif kind == V.KIND_INT:
-                entries.append(_B_UBIGINT if col.ubigint else _B_LONG)
-                write_long(entries, _u64_as_i64(value))  # type: ignore[arg-type]
-            elif kind == V.KIND_UINT:
-                entries.append(_B_LONG)
-                write_long(entries, _u64_as_i64(value))  # type: ignore[arg-type]
-            elif kind == V.KIND_FLOAT:
-                entries.append(_B_FLOAT)
-                entries += V.float32_bits(value)  # type: ignore[arg-type]
-            elif kind == V.KIND_DOUBLE:
-                entries.append(_B_DOUBLE)
-                entries += _F64_PACK(value)
-            elif kind == V.KIND_TIMESTAMP:
-                entries.append(_B_TIMESTAMP)
-                entries += self._location_avro
-                write_str(entries, value)  # type: ignore[arg-type]
-            elif kind == V.KIND_BYTES:
-                data: bytes = value  # type: ignore[assignment]
-                entries.append(_B_BYTES if col.binary else _B_STRING)
-                write_long(entries, len(data))
-                entries += data
-            else:
-                entries.append(_B_STRING)
-                write_str(entries, value)  # type: ignore[arg-type]
+            _fast.avro_value(entries, col.column, col.kind, col.binary, col.ubigint, col.bounds, image[col.name],
+                             location)
         if count:
             write_long(out, count)
             out += entries
@@ -846,6 +864,15 @@ def _wire_image(values: dict[str, Any] | None, avro: bool, path: str) -> Row | N
     return Row({name: V.unresolved_json_value(v, f"{path}.{name}") for name, v in values.items()})
 
 
+def _fast_wire_image(raw: msgspec.Raw) -> Row:
+    # The wire strings of a row whose schema is unknown (as _wire_image keeps them).
+    values = _fast.JSON_WIRE_IMAGE_DECODER.decode(raw)
+    for name, value in values.items():
+        if type(value) is _fast.JsonTimestamp:
+            values[name] = value.value
+    return Row(values)
+
+
 def resolve_row(row: RowChange, table_info: TableInfo) -> RowChange:
     """Type the wire values of a row decoded before its schema was known (``table_info=None``).
 
@@ -885,11 +912,21 @@ class Decoder(BaseDecoder):
         self.hold_unknown_schema = hold_unknown_schema
         self._held: dict[tuple[str, str, int], list[RowChange]] = {}
         self._released: list[RowChange] = []
+        self._compression = self.options.large_message_handle_compression
+        # Per known (schema, table, schemaVersion): the fast JSON path's readers; the last one used.
+        self._json_plans: dict[tuple[str, str, int], _fast.JsonPlan] = {}
+        self._avro_plans: dict[tuple[str, str, int], _fast.AvroPlan] = {}
+        # The one-pass reader of the last DML message, tried first on the next uncompressed one.
+        self._last_read: _fast.JsonMessageReader | _fast.AvroMessageReader | None = None
+        self._f32 = _fast.float32_buffer()  # the JSON readers' float32 rounding buffer, this decoder's own
 
     def register_table(self, table_info: TableInfo) -> None:
         """Add a schema to the cache under (schema, table, schema_version); held rows it types are released."""
         key = (table_info.schema, table_info.table, table_info.schema_version)
         self._tables[key] = table_info
+        self._json_plans.pop(key, None)
+        self._avro_plans.pop(key, None)
+        self._last_read = None
         for row in self._held.pop(key, ()):
             self._released.append(resolve_row(row, table_info))
 
@@ -913,7 +950,23 @@ class Decoder(BaseDecoder):
         With ``hold_unknown_schema`` a DML whose schema is unknown returns ``[]`` and comes back
         typed, right after the BOOTSTRAP or DDL event that supplies its schema.
         """
-        event = self._event(self._parse(value), allow_claim_check=True)
+        # The common case first: another plain DML message of the table version the last one had
+        # (_last_read is set for uncompressed messages only, and reset by register_table, which
+        # may release held rows). Such a row is typed, so never held.
+        read = self._last_read
+        if read is not None and type(value) is bytes:
+            try:
+                return [read(value, self._f32)]
+            except _FAST_PATH_ERRORS:
+                pass
+        if not value:
+            raise DecodeError(PROTOCOL, "empty message", 0)
+        data = value if type(value) is bytes else bytes(value)
+        if self._compression != "none":
+            data = decompress(self._compression, data, PROTOCOL)
+        event = self._fast_event(data)
+        if event is None:  # anything the fast paths leave: the general path, the only one raising
+            event = self._event(_parse_avro(data) if self._avro else _parse_json(data), allow_claim_check=True)
         if self.hold_unknown_schema and isinstance(event, RowChange) and event.table_info is None:
             self._held.setdefault((event.schema, event.table, event.schema_version), []).append(event)
             return []
@@ -921,6 +974,108 @@ class Decoder(BaseDecoder):
             return [event]
         released, self._released = self._released, []
         return [event, *released]
+
+    def _fast_event(self, data: bytes) -> Event | None:
+        """The event of a plain DML or WATERMARK message, or None for the general path (see _fast)."""
+        if self._avro:
+            return self._fast_avro(data)
+        try:
+            message = _JSON_DML_DECODE(data)
+        except ValueError:  # msgspec's DecodeError/ValidationError, UnicodeDecodeError
+            return None
+        op = _OPS.get(message.type)
+        commit_ts = message.commitTs
+        if op is None:
+            if message.type == "WATERMARK" and commit_ts <= _MASK64:
+                return Watermark(resolved_ts=commit_ts)
+            return None
+        schema_version = message.schemaVersion
+        location = message.claimCheckLocation
+        if commit_ts > _MASK64 or schema_version > _MASK64 or (location and self.claim_check is not None):
+            return None
+        raw_data, raw_old = message.data, message.old
+        # An image the op does not have is validated and dropped by the general path.
+        if (op is _INSERT and raw_old != _NULL_RAW) or (op is _DELETE and raw_data != _NULL_RAW):
+            return None
+        key = (message.database, message.table, schema_version)
+        plan = self._json_plans.get(key)
+        if plan is None:
+            plan = self._json_plan(key)
+            if plan is None:
+                return self._fast_unresolved(message, op, key)
+        # A missing image (omitempty drops an empty map) fails the readers: general path.
+        try:
+            f32 = self._f32
+            try:
+                columns = None if op is _DELETE else plan.read_lax(raw_data, data, f32)
+                pre_columns = None if op is _INSERT else plan.read_lax(raw_old, data, f32)
+            except _FAST_PATH_ERRORS:
+                columns = None if op is _DELETE else plan.read_strict(raw_data, data, f32)
+                pre_columns = None if op is _INSERT else plan.read_strict(raw_old, data, f32)
+        except _FAST_PATH_ERRORS:
+            return None
+        if self._compression == "none":
+            self._last_read = plan.read_message
+        return _replace(
+            plan.template, op=op, commit_ts=commit_ts, columns=columns, pre_columns=pre_columns,
+            physical_table_id=message.tableID, handle_key_only=message.handleKeyOnly,
+            claim_check_location=location or None,
+        )
+
+    def _fast_avro(self, data: bytes) -> RowChange | None:
+        """The row of an Avro DML message of a known table version, or None for the general path."""
+        if not data.startswith(_AVRO_DML):
+            return None
+        reader = AvroReader(data, len(_AVRO_DML))
+        try:
+            schema, table = reader.string(), reader.string()
+            reader.long()
+            reader.index(len(DML_TYPES), "DMLType enum")
+            reader.long()
+            reader.long()
+            key = (schema, table, reader.long() & _MASK64)
+        except DecodeError:
+            return None
+        plan = self._avro_plans.get(key)
+        if plan is None:
+            known = self._tables.get(key)
+            plan = None if known is None else _fast.avro_plan(known)
+            if plan is None:
+                return None
+            self._avro_plans[key] = plan
+        try:
+            row = plan.read_message(data, self._f32)
+        except _FAST_PATH_ERRORS:
+            return None
+        if self._compression == "none":
+            self._last_read = plan.read_message
+        return row
+
+    def _json_plan(self, key: tuple[str, str, int]) -> _fast.JsonPlan | None:
+        """The fast-path plan of a known table version (cached); None while its schema is unknown."""
+        table = self._tables.get(key)
+        if table is None:
+            return None
+        plan = _fast.json_plan(table)
+        if plan is not None:
+            self._json_plans[key] = plan
+        return plan
+
+    def _fast_unresolved(self, message: _fast.JsonDml, op: Op, key: tuple[str, str, int]) -> RowChange | None:
+        """A DML message of a table version without a schema (yet): its wire values (_wire_image)."""
+        if key in self._tables:  # known, but the fast readers cannot serve it
+            return None
+        try:
+            columns = None if op is _DELETE else _fast_wire_image(message.data)
+            pre_columns = None if op is _INSERT else _fast_wire_image(message.old)
+        except _FAST_PATH_ERRORS:
+            return None
+        return RowChange(
+            op=op, schema=key[0], table=key[1], commit_ts=message.commitTs, columns=columns,
+            pre_columns=pre_columns, table_id=message.tableID, physical_table_id=message.tableID,
+            handle_key_only=message.handleKeyOnly, claim_check_location=message.claimCheckLocation or None,
+            schema_version=key[2],
+        )
 
     def _parse(self, value: bytes | None) -> _Wire:
         if not value:

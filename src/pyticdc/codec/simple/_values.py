@@ -32,6 +32,7 @@ __all__ = [
     "is_binary_column",
     "json_value",
     "normalize",
+    "parse_int",
     "project_value",
     "unresolved_json_value",
 ]
@@ -225,7 +226,8 @@ def project_value(value: Value, kind: int, binary: bool, encoding: str) -> Value
 
 
 # --------------------------------------------------------------------------- decoder side
-def _parse_int(text: str, column: ColumnInfo, path: str) -> int:
+def parse_int(text: str, column: ColumnInfo, path: str) -> int:
+    """strconv.ParseInt of a JSON integer string, with BIGINT's ParseUint retry (DecodeError at ``path``)."""
     if _INT_RE.fullmatch(text) is None:
         raise DecodeError(PROTOCOL, f"not an integer: {text!r:.40}", path)
     number = int(text)
@@ -269,7 +271,7 @@ def from_wire(value: object, column: ColumnInfo, kind: int, binary: bool, path: 
             # An Avro long of an unsigned column is the uint64 reinterpreted as int64.
             return value & _MASK64 if value < 0 and column.is_unsigned else value
         if isinstance(value, str):
-            return _parse_int(value, column, path)
+            return parse_int(value, column, path)
     elif kind == KIND_UINT:
         if isinstance(value, int):
             return value & _MASK64

@@ -1,0 +1,292 @@
+"""``pyticdc replicate``: a TiCDC topic or capture files → one Delta table per upstream table, exactly once.
+
+    pyticdc replicate --from kafka://broker:9092/cdc -p canal-json -o enable-tidb-extension=true --to ./warehouse
+    pyticdc replicate --from 'captures/*.jsonl' -p simple --to ./warehouse --table 'shop.*'
+    pyticdc replicate --from cdc -b broker:9092 -p open-protocol --to ./warehouse --stream
+
+The records are read by Spark (a local session unless ``--master`` says otherwise) and applied with the
+consumer engine's rules: per-partition and global watermarks (only changes the global watermark covers
+are applied; the rest wait in the progress for a later batch), duplicate removal, commit-ts order, DDL
+as a barrier. Each upstream table becomes ``WAREHOUSE/<schema>/<table>``, a Delta table (readable by
+delta-spark, DuckDB, Polars, deltalake) typed from the TiDB column types, kept by MERGE and following
+CREATE, DROP, RENAME, TRUNCATE and column DDL. ``WAREHOUSE/_pyticdc/progress`` says up to which commit ts
+the tables are complete; ``WAREHOUSE/_pyticdc/quarantine`` holds records that did not decode.
+
+Run it again (or after a crash) with the same --to: it continues where the last committed batch ended,
+applying nothing twice. Without --stream it stops once it has read up to the latest offsets of when it
+started (or the end of the capture files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from pyticdc.cli.common import FAILURE, REPORTED, USAGE, add_progress_argument, parse_assignments, report
+from pyticdc.model import ConfigError
+
+__all__ = ["BatchPrinter", "active_session", "add_parser", "format_tables", "parse_source", "stop_if_owned"]
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``replicate``."""
+    parser = subparsers.add_parser(
+        "replicate", help="replicate a TiCDC topic or capture files into Delta tables (exactly once)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--from", dest="source", action="append", required=True, metavar="SOURCE",
+                        help="what to replicate: kafka://HOST:PORT/TOPIC[,TOPIC...]; or a topic (or one regular "
+                             "expression) with -b; or capture files, directories or globs (repeatable)")
+    parser.add_argument("--to", dest="warehouse", required=True, type=Path, metavar="WAREHOUSE",
+                        help="warehouse directory: one Delta table per upstream table, plus _pyticdc/ "
+                             "(progress, quarantine); created if missing, continued if it exists")
+    parser.add_argument("-p", "--protocol", required=True, metavar="PROTOCOL",
+                        help="protocol of the records: open-protocol, canal-json, craft, debezium or simple")
+    parser.add_argument("-o", "--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="codec option by its TiCDC name, repeatable, e.g. -o enable-tidb-extension=true "
+                             "(canal-json and debezium need it: without it they carry no watermarks)")
+    parser.add_argument("--table", dest="tables", action="append", metavar="PATTERN",
+                        help="replicate only tables matching this TiDB table filter (shop.*, !shop.tmp_*), "
+                             "repeatable (default: every table)")
+    parser.add_argument("--time-zone", metavar="ZONE",
+                        help="time zone TiCDC printed TIMESTAMP values in (default: the time-zone option, else UTC)")
+    run = parser.add_argument_group("running")
+    run.add_argument("--stream", action="store_true",
+                     help="keep replicating new records until interrupted (Structured Streaming); default: stop "
+                          "at the latest offsets of when it started")
+    run.add_argument("--trigger", type=float, default=5.0, metavar="SECONDS",
+                     help="with --stream: seconds between micro-batches (default 5)")
+    run.add_argument("--batch-records", type=int, default=200_000, metavar="N",
+                     help="records per batch, each committed on its own; bounds the driver's memory "
+                          "(default 200000)")
+    run.add_argument("--master", default="local[2]", metavar="URL",
+                     help="Spark master (default local[2])")
+    run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                     help="Spark configuration, repeatable, e.g. --spark-conf spark.driver.memory=4g")
+    kafka = parser.add_argument_group("Kafka")
+    kafka.add_argument("-b", "--bootstrap-servers", metavar="HOST:PORT[,...]",
+                       help="Kafka brokers, when --from names a topic (default: from a kafka:// source)")
+    kafka.add_argument("-X", dest="kafka_settings", action="append", metavar="NAME=VALUE",
+                       help="librdkafka setting, repeatable, e.g. -X security.protocol=SASL_SSL")
+    kafka.add_argument("--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
+                       help="read what is left when offsets to read were deleted by retention (default: fail)")
+    files = parser.add_argument_group("capture files")
+    files.add_argument("--capture-format", default="auto", choices=("auto", "jsonl", "parquet", "kcat"),
+                       help="format of the capture files (default auto)")
+    add_progress_argument(parser)
+    parser.set_defaults(run=run_replicate)
+
+
+_REGEX_CHARS = frozenset("*?[](){}|+^$\\")
+
+
+def parse_source(args: argparse.Namespace) -> Any:
+    """The ReplicationSource the ``--from``, ``-b``, ``-X`` and codec arguments describe."""
+    from pyticdc.codec import canonical_protocol
+    from pyticdc.spark.replication import ReplicationSource
+
+    protocol = canonical_protocol(args.protocol)
+    options = parse_assignments(args.option, "-o/--option")
+    settings = parse_assignments(args.kafka_settings, "-X")
+    sources: list[str] = args.source
+    kafka_urls = [s for s in sources if s.startswith("kafka://")]
+    if kafka_urls or args.bootstrap_servers:
+        if len(sources) != 1:
+            raise ConfigError("replicate one Kafka source at a time (comma-separate topics in it)")
+        text = sources[0]
+        if text.startswith("kafka://"):
+            servers, _, topics = text[len("kafka://"):].partition("/")
+            if not servers or not topics:
+                raise ConfigError(f"a Kafka source looks like kafka://HOST:PORT/TOPIC, got {text!r}")
+        else:
+            servers, topics = args.bootstrap_servers, text
+        config = {**settings, "bootstrap.servers": args.bootstrap_servers or servers}
+        pattern = topics if _REGEX_CHARS & set(topics) else None
+        source = ReplicationSource.kafka_topics(protocol, options, config, topics=None if pattern else topics,
+                                                pattern=pattern)
+    else:
+        missing = [s for s in sources if not _exists(s)]
+        if missing:
+            raise ConfigError(f"no such capture file: {', '.join(missing)} (for Kafka give kafka://HOST:PORT/TOPIC "
+                              "or -b HOST:PORT)")
+        source = ReplicationSource.capture(protocol, options, sources, capture_format=args.capture_format)
+    if not args.fail_on_data_loss:
+        source = ReplicationSource(**{**source.__dict__, "reader_options": {"failOnDataLoss": "false"}})
+    if protocol in ("canal-json", "debezium") and str(options.get("enable-tidb-extension", "")).lower() != "true":
+        raise ConfigError(f"{protocol} without enable-tidb-extension carries no watermarks, so nothing could ever be "
+                          "known complete: configure the changefeed with it and pass -o enable-tidb-extension=true")
+    return source
+
+
+def _exists(pattern: str) -> bool:
+    import glob
+
+    return any(Path(p).exists() for part in pattern.split(",") for p in (glob.glob(part) or [part]))
+
+
+# --------------------------------------------------------------------------- display
+def _time(tso: int) -> str:
+    from pyticdc.replica.progress import tso_time
+
+    moment = tso_time(tso)
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def _lag(tso: int) -> str:
+    from pyticdc.replica.progress import tso_time
+
+    moment = tso_time(tso)
+    if moment is None:
+        return "-"
+    seconds = (dt.datetime.now(dt.timezone.utc) - moment).total_seconds()
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f}h"
+    return f"{seconds / 86400:.0f}d"
+
+
+class BatchPrinter:
+    """The progress display: one line per committed batch (redrawn in place on a terminal) and totals."""
+
+    def __init__(self, *, enabled: bool = True, stream: IO[str] | None = None) -> None:
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.records = 0
+        self.rows = 0
+        self.ddls = 0
+        self.batches = 0
+        self.quarantined = 0
+        self.started = time.monotonic()
+        self.last: Any = None
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def __call__(self, batch: Any) -> None:
+        """Record (and show) one committed batch."""
+        self.batches += 1
+        self.records += batch.records
+        self.rows += batch.rows_applied
+        self.ddls += batch.ddls_released
+        self.quarantined += batch.quarantined
+        self.last = batch
+        if not self.enabled:
+            return
+        rate = self.records / max(time.monotonic() - self.started, 1e-9)
+        line = (f"batch {batch.version}: {self.records:,} records read ({rate:,.0f}/s), {self.rows:,} row changes "
+                f"and {self.ddls} DDL applied, {len(batch.tables)} tables complete up to "
+                f"{_time(batch.consistent_ts)} (lag {_lag(batch.consistent_ts)}), {batch.pending_rows:,} rows wait "
+                "for the watermark")
+        if self.quarantined:
+            line += f", {self.quarantined} quarantined"
+        self.stream.write(("\r\x1b[K" if self._tty else "") + line + ("" if self._tty else "\n"))
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the progress line."""
+        if self.enabled and self._tty and self.batches:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def format_tables(warehouse: Path, progress: Any) -> str:
+    """The replica tables: name, rows, columns, key, freshness and directory, as a text table."""
+    rows = [("table", "rows", "cols", "key", "complete up to", "last change", "path")]
+    for (schema, table), entry in sorted(progress.tables.items()):
+        key = ",".join(entry.key_columns) or "(whole row)"
+        rows.append((f"{schema}.{table}", f"{entry.rows:,}", str(len(entry.info.columns)), key,
+                     _time(progress.consistent_ts), _time(entry.last_commit_ts), str(warehouse / entry.path)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(width) if i in (1, 2) else cell.ljust(width)
+                       for i, (cell, width) in enumerate(zip(row, widths))).rstrip() for row in rows]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+# --------------------------------------------------------------------------- command
+def run_replicate(args: argparse.Namespace) -> int:
+    """Replicate; 0 done, 1 a failure while replicating, 2 a usage error."""
+    try:
+        source = parse_source(args)
+        if args.batch_records < 1:
+            raise ConfigError("--batch-records must be >= 1")
+        if args.trigger <= 0:
+            raise ConfigError("--trigger must be > 0 seconds")
+        spark_conf = parse_assignments(args.spark_conf, "--spark-conf")
+        if args.tables:
+            from pyticdc.replica.pipeline import table_matcher
+
+            table_matcher(args.tables)  # a malformed filter fails now
+    except REPORTED as exc:
+        return report(args, exc, USAGE)
+    from pyticdc.replica.changes import ReplicaError
+    from pyticdc.spark.replication import SparkReplication
+    from pyticdc.spark.session import spark_session
+
+    enabled = sys.stderr.isatty() if args.progress is None else bool(args.progress)
+    print(f"replicating {source.describe()} into {args.warehouse}", file=sys.stderr)
+    own_session = active_session() is None
+    spark = spark_session("pyticdc-replicate", args.master, {"spark.ui.showConsoleProgress": "false", **spark_conf})
+    spark.sparkContext.setLogLevel("ERROR")
+    printer = BatchPrinter(enabled=enabled)
+    job = SparkReplication(spark, source, args.warehouse, tables=args.tables, time_zone=args.time_zone,
+                           batch_records=args.batch_records, on_batch=printer)
+    status = 0
+    try:
+        if args.stream:
+            query = job.start_stream(trigger_seconds=args.trigger)
+            print(f"streaming (every {args.trigger:g}s); Ctrl-C stops", file=sys.stderr)
+            _await(query)
+            if query.exception() is not None:
+                raise ReplicaError(str(query.exception()))
+        else:
+            job.run()
+    except (ReplicaError, *REPORTED) as exc:
+        printer.close()
+        status = report(args, exc, FAILURE)
+    finally:
+        printer.close()
+    progress = job.replicator().progress if status == 0 else None
+    if progress is not None:
+        elapsed = time.monotonic() - printer.started
+        print(f"\n{printer.batches} batches, {printer.records:,} records, {printer.rows:,} row changes and "
+              f"{printer.ddls} DDL applied in {elapsed:.1f}s; {printer.quarantined} records quarantined")
+        print(f"the replica is complete up to {_time(progress.consistent_ts)} (commit ts {progress.consistent_ts})")
+        if job.reports and job.reports[-1].unhandled_ddl:
+            print("DDL not reproduced (the replica may differ): " + "; ".join(job.reports[-1].unhandled_ddl))
+        print(format_tables(args.warehouse, progress))
+    stop_if_owned(spark, own_session)
+    return status
+
+
+def _await(query: Any) -> None:
+    # PySpark's own SIGINT handler calls into the JVM from inside the blocked awaitTermination call (a
+    # reentrant Py4J call that breaks the gateway): take SIGINT over, wait in short slices, then stop.
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    try:
+        while query.isActive and not interrupted.is_set():
+            query.awaitTermination(1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set():
+        print("\nstopping (the batch in flight, if any, is redone by the next run)", file=sys.stderr)
+        query.stop()
+
+
+def active_session() -> Any:
+    """The SparkSession running in this process, if any."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def stop_if_owned(spark: Any, owned: bool) -> None:
+    """Stop a SparkSession this command created (one it found running belongs to its caller)."""
+    if owned:
+        spark.stop()

@@ -1,0 +1,518 @@
+"""DeltaReplica: applies the consumer's apply units to Delta tables, DDL-aware and exactly once (deltalake, no JVM).
+
+How units become Delta commits:
+
+* Rows are buffered per table. A table's buffer (its *segment*) is written as one MERGE of its net change
+  per handle (:mod:`pyticdc.replica.changes`) when a DDL on that table arrives — the DDL is a barrier:
+  rows before it are applied before it is executed, rows after it after — and at the end of the batch.
+  A DDL on one table does not cut the segments of the others.
+* DDL is interpreted from its text and table info (:mod:`pyticdc.replica.ddl`): CREATE makes a Delta
+  table, DROP moves it to ``_pyticdc/dropped``, RENAME moves its directory, TRUNCATE empties it, column
+  changes rewrite it (added columns take their default, renamed keep their values, type changes convert
+  values where the conversion is exact), index changes only touch the catalog.
+* :meth:`DeltaReplica.commit` then writes the progress table: the consumer state, the catalog and the
+  ts the whole replica is complete at.
+
+Exactly once. Every content commit carries the table's *position* (:mod:`pyticdc.replica.store`): ``2 *
+ts`` once it holds every row change committed at or before ``ts``, ``2 * ts + 1`` after a DDL committed
+at ``ts``. After a crash anywhere — between two table commits, or between the data commits and the
+progress commit — the pipeline resumes from the last progress: the consumer state re-releases every
+change after the progress' consistent ts, and each table skips the changes at or below its own position.
+Its catalog changes (CREATE, DROP, RENAME) are recognised by the identity each table records. Whatever
+the crash point and however the records are re-read, each change reaches each table once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+
+from pyticdc.consumer import ApplyUnit, QuarantinedRecord, handle_columns
+from pyticdc.model import ColumnInfo, DDLEvent, RowChange, TableInfo
+from pyticdc.replica.changes import ReplicaError, net_change
+from pyticdc.replica.ddl import (
+    AlterTable,
+    CreateTable,
+    DropSchema,
+    DropTable,
+    RenameTable,
+    SchemaChange,
+    TableKey,
+    TruncateTable,
+    Unhandled,
+    interpret_ddl,
+    rename_table_info,
+)
+from pyticdc.replica.progress import Progress, TableEntry, read_progress, write_progress
+from pyticdc.replica.projection import DIGEST, ROWID, evolve, project_changes, replica_schema
+from pyticdc.replica.store import APP_ID, DeltaStore, ddl_position, rows_position, safe_name
+
+__all__ = ["ApplyStats", "DeltaReplica", "Hook", "SimulatedCrash"]
+
+#: Called at the named points of a batch (``before-table-commit``, ``after-table-commit``,
+#: ``before-progress``, ``after-progress``) with details; raising there simulates a crash.
+Hook = Callable[[str, Mapping[str, Any]], None]
+
+
+class SimulatedCrash(Exception):
+    """Raised by a test hook to stop a batch at an exact point, as a killed process would."""
+
+
+class ApplyStats(msgspec.Struct, kw_only=True):
+    """What a replica did (kept across restarts in the progress)."""
+
+    #: Row changes applied to replica tables (each once).
+    rows_applied: int = 0
+    #: Row changes skipped because their table already held them (a replay after a crash).
+    rows_skipped: int = 0
+    #: Net actions (upserts and deletes) written by MERGE.
+    actions: int = 0
+    ddls_applied: int = 0
+    ddls_skipped: int = 0
+    #: DDL statements whose effect on rows the replica could not reproduce.
+    ddls_unhandled: int = 0
+    merges: int = 0
+    rewrites: int = 0
+    quarantined: int = 0
+    batches: int = 0
+
+
+_QUARANTINE_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("protocol", pa.string()),
+    ("reason", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
+])
+
+
+def _merge_info(base: TableInfo, rows: Iterable[RowChange]) -> TableInfo:
+    # Columns the rows carry that the replica's schema lacks (a table met mid-stream, or a DDL not
+    # understood): learnt from the rows, appended. Rows never remove or retype columns: only DDL does.
+    known = {c.name for c in base.columns}
+    extra: list[ColumnInfo] = []
+    for row in rows:
+        info = row.table_info
+        if info is None or row.handle_key_only:
+            continue
+        for column in info.columns:
+            if column.name not in known:
+                known.add(column.name)
+                extra.append(column)
+    if not extra:
+        return base
+    return msgspec.structs.replace(base, columns=(*base.columns, *extra))
+
+
+def _layout(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    return [(field.name, field.type) for field in schema]
+
+
+def _widen_decimal(info: TableInfo, message: str) -> TableInfo | None:
+    # project_rows names the column it could not type ("schema.table.column: ..."). A DECIMAL value past its
+    # declared precision (Debezium carries DECIMAL as a double, which rounds up past it) widens the column to
+    # decimal(38, scale): exact for every value it held, and the widest Arrow decimal.
+    prefix = f"{info.qualified_name}."
+    for index, column in enumerate(info.columns):
+        if message.startswith(f"{prefix}{column.name}:") and column.type_code in (0, 246) and 0 < column.flen < 38:
+            widened = msgspec.structs.replace(column, flen=38)
+            return msgspec.structs.replace(info, columns=(*info.columns[:index], widened, *info.columns[index + 1:]))
+    return None
+
+
+def _reconcile(info: TableInfo, current: pa.Schema) -> TableInfo:
+    # A DECIMAL the table already widened (a previous attempt of this batch did): keep its width.
+    columns = list(info.columns)
+    changed = False
+    for index, column in enumerate(columns):
+        if column.type_code not in (0, 246) or column.name not in current.names:
+            continue
+        stored = current.field(column.name).type
+        if pa.types.is_decimal(stored) and stored.precision > column.flen > 0:
+            columns[index] = msgspec.structs.replace(column, flen=stored.precision)
+            changed = True
+    return msgspec.structs.replace(info, columns=tuple(columns)) if changed else info
+
+
+class DeltaReplica:
+    """A warehouse of Delta tables that apply units keep equal to the upstream (see module docstring).
+
+    ``table_filter`` (a callable of schema and table) keeps only matching tables. ``time_zone`` is the
+    changefeed time zone TIMESTAMP text is printed in. ``hook`` is called at each commit point.
+    """
+
+    def __init__(
+        self, warehouse: str | Path, *, app_id: str = APP_ID, time_zone: str = "UTC",
+        table_filter: Callable[[str, str], bool] | None = None, hook: Hook | None = None,
+        storage_options: Mapping[str, str] | None = None, maintenance_every: int = 100,
+    ) -> None:
+        self.store = DeltaStore(warehouse, app_id=app_id, storage_options=storage_options)
+        self.maintenance_every = maintenance_every
+        self._maintain: set[TableKey] = set()
+        self.time_zone = time_zone
+        self.table_filter = table_filter
+        self.hook = hook
+        self.progress = read_progress(self.store)
+        self._catalog: dict[TableKey, TableEntry] = {
+            key: msgspec.structs.replace(entry) for key, entry in self.progress.tables.items()}
+        self._segments: dict[TableKey, list[RowChange]] = {}
+        self._consistent = self.progress.consistent_ts
+        self._quarantine: list[QuarantinedRecord] = []
+        self._touched: set[TableKey] = set()
+        self.stats = msgspec.convert(self.progress.stats.get("replica", {}), ApplyStats) \
+            if isinstance(self.progress.stats.get("replica"), dict) else ApplyStats()
+        #: DDL statements not reproduced, with the reason (this process only).
+        self.unhandled: list[str] = []
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def consistent_ts(self) -> int:
+        """The ts the replica will be complete at once the units applied so far are committed."""
+        return self._consistent
+
+    @property
+    def tables(self) -> dict[TableKey, TableEntry]:
+        """The replica tables as of the units applied so far (not necessarily committed)."""
+        return dict(self._catalog)
+
+    @property
+    def pending_rows(self) -> int:
+        """Row changes buffered for the next flush."""
+        return sum(len(rows) for rows in self._segments.values())
+
+    def path(self, entry: TableEntry) -> Path:
+        """Absolute directory of a replica table."""
+        return self.store.root / entry.path
+
+    def _locate(self, entry: TableEntry) -> Path | None:
+        """Where the table of ``entry`` is: its path, or where an earlier attempt of this batch moved it."""
+        path = self.path(entry)
+        if self.store.uid(path) == entry.uid:
+            return path
+        # An attempt that crashed after a RENAME or DROP moved it before the progress recorded that.
+        for candidate in self.store.table_dirs():
+            if self.store.uid(candidate) == entry.uid:
+                return candidate
+        return None
+
+    def _wanted(self, key: TableKey) -> bool:
+        return self.table_filter is None or self.table_filter(key[0], key[1])
+
+    def _lookup(self, key: TableKey) -> TableInfo | None:
+        entry = self._catalog.get(key)
+        return entry.info if entry is not None else None
+
+    def _call(self, point: str, **detail: Any) -> None:
+        if self.hook is not None:
+            self.hook(point, detail)
+
+    # ------------------------------------------------------------------ units
+    def apply_all(self, units: Iterable[ApplyUnit]) -> None:
+        """Apply units in order (see :meth:`apply`)."""
+        for unit in units:
+            self.apply(unit)
+
+    def apply(self, unit: ApplyUnit) -> None:
+        """Take one apply unit: rows are buffered, a DDL is executed after flushing its tables' rows."""
+        if unit.kind == "rows":
+            for row in unit.rows:
+                key = (row.schema, row.table)
+                if self._wanted(key):
+                    self._segments.setdefault(key, []).append(row)
+        elif unit.kind == "ddl":
+            assert unit.ddl is not None
+            self._execute(unit.ddl)
+        elif unit.kind == "quarantine":
+            self._quarantine.extend(unit.quarantined)
+        self._consistent = max(self._consistent, unit.consistent_ts)
+
+    def commit(self, state: bytes, *, source: Mapping[str, Any] | None = None,
+               stats: Mapping[str, Any] | None = None) -> Progress:
+        """Flush every buffered row and record the progress (with the consumer ``state``) in one commit."""
+        for key in sorted(self._segments):
+            self._flush(key, rows_position(self._consistent))
+        if self._quarantine:
+            self._write_quarantine()
+        for key in sorted(self._touched):
+            entry = self._catalog.get(key)
+            if entry is not None:
+                entry.rows = self.store.count(self.path(entry))
+        self._maintain |= self._touched
+        self._touched.clear()
+        self.stats.batches += 1
+        progress = Progress(
+            version=self.progress.version + 1, state=state, consistent_ts=self._consistent,
+            tables={key: msgspec.structs.replace(entry) for key, entry in self._catalog.items()},
+            source=dict(source or self.progress.source),
+            stats={**dict(stats or {}), "replica": msgspec.to_builtins(self.stats)},
+        )
+        self._call("before-progress", version=progress.version, consistent_ts=progress.consistent_ts)
+        write_progress(self.store, progress)
+        self.progress = progress
+        self._call("after-progress", version=progress.version, consistent_ts=progress.consistent_ts)
+        if self.maintenance_every and progress.version % self.maintenance_every == 0:
+            self.maintain()
+        return progress
+
+    def maintain(self) -> None:
+        """Compact tables written to since the last time, and drop progress files no version needs any more.
+
+        Every batch rewrites the progress and MERGEs small files into the tables; run every
+        ``maintenance_every`` batches. Compaction keeps content and positions (the Delta application
+        transactions stay in the log); old files of replica tables are left for ``VACUUM`` (readers of
+        older versions may need them).
+        """
+        for key in sorted(self._maintain):
+            entry = self._catalog.get(key)
+            table = self.store.open(self.path(entry)) if entry is not None else None
+            if table is not None and len(table.file_uris()) > 16:
+                table.optimize.compact()
+        self._maintain.clear()
+        progress = self.store.open(self.store.internal_path("progress"))
+        if progress is not None:
+            # Internal and rewritten whole by each batch: only the current version is ever read.
+            progress.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
+
+    # ------------------------------------------------------------------ rows
+    def _flush(self, key: TableKey, position: int) -> None:
+        rows = self._segments.pop(key, [])
+        if not rows:
+            return
+        entry = self._catalog.get(key)
+        if entry is None:
+            entry = self._create_from_rows(key, rows)
+        entry.info = _merge_info(entry.info, rows)
+        path = self._locate(entry)
+        if path is None:
+            raise ReplicaError(f"table {key[0]}.{key[1]} ({entry.uid}) is not in the warehouse: it was changed by "
+                               "something else than this pipeline")
+        if self.store.is_dropped(path):
+            self.stats.rows_skipped += len(rows)  # an earlier attempt went on to drop it: its rows are moot
+            return
+        held = self.store.position(path)
+        current = self.store.schema(path)
+        entry.info = _reconcile(entry.info, current)
+        fresh = [row for row in rows if rows_position(row.commit_ts) > held]
+        self.stats.rows_skipped += len(rows) - len(fresh)
+        if not fresh:
+            return
+        net = net_change(fresh)
+        rowid = ROWID in current.names or any(row.row_id for row in fresh)
+        digest = net.strategy == "image"
+        while True:
+            try:
+                source = project_changes(net, entry.info, rowid=rowid, time_zone=self.time_zone)
+                break
+            except ValueError as exc:
+                widened = _widen_decimal(entry.info, str(exc))
+                if widened is None:
+                    raise ReplicaError(f"{key[0]}.{key[1]}: {exc}") from None
+                entry.info = widened
+        wanted = replica_schema(entry.info, rowid=rowid, digest=digest)
+        if _layout(current) != _layout(wanted):
+            # A layout change that keeps every row's content (a hidden column, a column learnt from rows, a
+            # widened DECIMAL): rewritten at the position the table already has, so a replay sees it done or
+            # redoes it.
+            self._rewrite(entry, path, held, rowid=rowid, digest=digest)
+        on = list(net.key_columns) if net.strategy == "key" else [ROWID if net.strategy == "rowid" else DIGEST]
+        self._call("before-table-commit", table=key, position=position, kind="merge", rows=len(fresh))
+        self.store.merge(path, source, on=on, position=position)
+        self._call("after-table-commit", table=key, position=position, kind="merge", rows=len(fresh))
+        entry.last_commit_ts = max(entry.last_commit_ts, max(row.commit_ts for row in fresh))
+        entry.key_columns = net.key_columns if net.strategy == "key" else (ROWID,) if net.strategy == "rowid" else ()
+        self.stats.rows_applied += len(fresh)
+        self.stats.actions += net.size
+        self.stats.merges += 1
+        self._touched.add(key)
+
+    def _create_from_rows(self, key: TableKey, rows: list[RowChange]) -> TableEntry:
+        info = next((row.table_info for row in reversed(rows) if row.table_info is not None
+                     and row.table_info.columns and not row.handle_key_only), None)
+        if info is None:
+            raise ReplicaError(f"rows of {key[0]}.{key[1]} carry no schema and no CREATE TABLE was seen")
+        first = min(row.commit_ts for row in rows)
+        # Created just before its first row, so that row's position is above the table's.
+        return self._create(key, rename_table_info(info, key), f"{key[0]}.{key[1]}@{first}", ddl_position(first - 1))
+
+    def _rewrite(self, entry: TableEntry, path: Path, position: int, *, rowid: bool, digest: bool,
+                 defaults: Mapping[str, str | None] | None = None, renamed: Mapping[str, str] | None = None) -> None:
+        data = evolve(self.store.read(path), entry.info, rowid=rowid, digest=digest, defaults=defaults,
+                      renamed=renamed, time_zone=self.time_zone)
+        key = (entry.schema, entry.table)
+        self._call("before-table-commit", table=key, position=position, kind="rewrite", rows=data.num_rows)
+        self.store.overwrite(path, data, position=position)
+        self._call("after-table-commit", table=key, position=position, kind="rewrite", rows=data.num_rows)
+        self.stats.rewrites += 1
+        self._touched.add(key)
+
+    # ------------------------------------------------------------------ DDL
+    def _execute(self, ddl: DDLEvent) -> None:
+        position = ddl_position(ddl.commit_ts)
+        changes = interpret_ddl(ddl, self._lookup)
+        for change in changes:
+            self._change(change, ddl, position)
+
+    def _change(self, change: SchemaChange, ddl: DDLEvent, position: int) -> None:
+        before = rows_position(self._consistent)
+        if isinstance(change, CreateTable):
+            if not self._wanted(change.key):
+                return
+            if change.key in self._catalog:
+                # TiDB never creates an existing table: the previous one was dropped unseen (filtered).
+                self._drop(change.key, ddl)
+            if change.info is not None:
+                self._create(change.key, change.info, f"{change.key[0]}.{change.key[1]}@{ddl.commit_ts}", position)
+        elif isinstance(change, DropTable):
+            if change.key in self._catalog:
+                self._segments.pop(change.key, None)  # rows of a dropped table are never read again
+                self._drop(change.key, ddl)
+        elif isinstance(change, DropSchema):
+            for key in sorted(k for k in self._catalog if k[0] == change.schema):
+                self._segments.pop(key, None)
+                self._drop(key, ddl)
+        elif isinstance(change, RenameTable):
+            if change.old not in self._catalog:
+                return
+            self._flush(change.old, before)
+            if self._wanted(change.new):
+                self._rename(change.old, change.new)
+            else:
+                self._drop(change.old, ddl)
+        elif isinstance(change, TruncateTable):
+            entry = self._catalog.get(change.key)
+            if entry is not None:
+                self._segments.pop(change.key, None)  # everything before the truncate is gone anyway
+                self._truncate(entry, position)
+        elif isinstance(change, AlterTable):
+            entry = self._catalog.get(change.key)
+            if entry is not None:
+                self._flush(change.key, before)
+                self._alter(entry, change, position)
+        elif isinstance(change, Unhandled):
+            self.stats.ddls_unhandled += 1
+            self.unhandled.append(f"{change.query} ({change.reason})")
+
+    def _create(self, key: TableKey, info: TableInfo, uid: str, position: int) -> TableEntry:
+        path = self.store.table_path(*key)
+        relative = str(path.relative_to(self.store.root))
+        entry = TableEntry(schema=key[0], table=key[1], uid=uid, path=relative, info=info,
+                           key_columns=handle_columns(info))
+        existing = self.store.uid(path)
+        if existing == uid:
+            self.stats.ddls_skipped += 1  # created by an earlier attempt of this batch
+        else:
+            if existing is not None or path.exists():
+                # A directory the progress knows nothing of (an attempt that crashed before recording it,
+                # of another table generation): moved aside, never silently mixed into this table.
+                self._set_aside(path, f"stale-{existing or 'unknown'}")
+            data = replica_schema(info, rowid=False, digest=False).empty_table()
+            self._call("before-table-commit", table=key, position=position, kind="create", rows=0)
+            self.store.create(path, data, uid=uid, position=position, name=f"{key[0]}.{key[1]}")
+            self._call("after-table-commit", table=key, position=position, kind="create", rows=0)
+            self.stats.ddls_applied += 1
+        self._catalog[key] = entry
+        self._touched.add(key)
+        return entry
+
+    def _set_aside(self, path: Path, label: str) -> None:
+        target = self.store.internal_path("dropped") / safe_name(label)
+        suffix = 0
+        while target.exists():
+            suffix += 1
+            target = self.store.internal_path("dropped") / f"{safe_name(label)}.{suffix}"
+        if self.store.open(path) is None and path.exists() and not any(path.iterdir()):
+            self.store.remove(path)
+            return
+        self.store.move(path, target)
+
+    def _drop(self, key: TableKey, ddl: DDLEvent) -> None:
+        entry = self._catalog.pop(key)
+        self._touched.discard(key)
+        path = self._locate(entry)
+        if path is not None and not self.store.is_dropped(path):
+            position = ddl_position(ddl.commit_ts)
+            self._call("before-table-commit", table=key, position=position, kind="drop", rows=0)
+            self._set_aside(path, f"{entry.uid}")
+            self._call("after-table-commit", table=key, position=position, kind="drop", rows=0)
+            self.stats.ddls_applied += 1
+        else:
+            self.stats.ddls_skipped += 1  # moved away by an earlier attempt
+
+    def _rename(self, old: TableKey, new: TableKey) -> None:
+        entry = self._catalog.pop(old)
+        self._touched.discard(old)
+        source = self._locate(entry)
+        target = self.store.table_path(*new)
+        if source is None:
+            raise ReplicaError(f"table {old[0]}.{old[1]} ({entry.uid}) is not in the warehouse: it was changed by "
+                               "something else than this pipeline")
+        if source == self.path(entry):
+            if target.exists():
+                self._set_aside(target, f"stale-{self.store.uid(target) or 'unknown'}")
+            self._call("before-table-commit", table=old, position=-1, kind="rename", rows=0)
+            self.store.move(source, target)
+            self._call("after-table-commit", table=new, position=-1, kind="rename", rows=0)
+            self.stats.ddls_applied += 1
+        else:
+            self.stats.ddls_skipped += 1  # renamed (and maybe more) by an earlier attempt
+        renamed = TableEntry(schema=new[0], table=new[1], uid=entry.uid, path=str(target.relative_to(self.store.root)),
+                             info=rename_table_info(entry.info, new), last_commit_ts=entry.last_commit_ts,
+                             rows=entry.rows, key_columns=entry.key_columns)
+        self._catalog[new] = renamed
+        self._touched.add(new)
+
+    def _truncate(self, entry: TableEntry, position: int) -> None:
+        path = self._locate(entry)
+        key = (entry.schema, entry.table)
+        if path is None or self.store.is_dropped(path) or self.store.position(path) >= position:
+            self.stats.ddls_skipped += 1
+            return
+        self._call("before-table-commit", table=key, position=position, kind="truncate", rows=0)
+        self.store.overwrite(path, self.store.schema(path).empty_table(), position=position)
+        self._call("after-table-commit", table=key, position=position, kind="truncate", rows=0)
+        self.stats.ddls_applied += 1
+        self._touched.add(key)
+
+    def _alter(self, entry: TableEntry, change: AlterTable, position: int) -> None:
+        path = self._locate(entry)
+        old_info = entry.info
+        entry.info = rename_table_info(change.info, change.key)
+        if path is None or self.store.is_dropped(path):
+            return
+        current = self.store.schema(path)
+        entry.info = _reconcile(entry.info, current)
+        rowid, digest = ROWID in current.names, DIGEST in current.names
+        wanted = replica_schema(entry.info, rowid=rowid, digest=digest)
+        same_layout = (_layout(wanted) == _layout(replica_schema(old_info, rowid=rowid, digest=digest))
+                       and _layout(current) == _layout(wanted))
+        if same_layout and not change.renamed:
+            return  # keys, indexes, comments: nothing to rewrite
+        if self.store.position(path) >= position:
+            self.stats.ddls_skipped += 1
+            return
+        self._rewrite(entry, path, position, rowid=rowid, digest=digest, defaults=change.defaults,
+                      renamed=change.renamed)
+        self.stats.ddls_applied += 1
+
+    # ------------------------------------------------------------------ quarantine
+    def _write_quarantine(self) -> None:
+        records, self._quarantine = self._quarantine, []
+        data = pa.Table.from_pylist([{
+            "topic": r.topic, "partition": r.partition, "offset": r.offset, "protocol": r.protocol,
+            "reason": r.reason, "key": r.key, "value": r.value,
+        } for r in records], schema=_QUARANTINE_SCHEMA)
+        path = self.store.internal_path("quarantine")
+        if self.store.open(path) is None:
+            self.store.create(path, _QUARANTINE_SCHEMA.empty_table(), uid="quarantine", position=0,
+                              name="pyticdc quarantine")
+        source = data
+        # Keyed by where the record was: a record quarantined again after a replay is not added twice.
+        table = self.store.open(path)
+        predicate = " AND ".join(f't."{c}" = s."{c}"' for c in ("topic", "partition", "offset", "reason"))
+        assignments = {f'"{c}"': f's."{c}"' for c in _QUARANTINE_SCHEMA.names}
+        metrics = (table.merge(source, predicate=predicate, source_alias="s", target_alias="t",
+                               streamed_exec=False)
+                   .when_not_matched_insert(assignments).execute())
+        self.store.commits += 1
+        self.stats.quarantined += int(metrics.get("num_target_rows_inserted", 0))

@@ -1,0 +1,203 @@
+"""Replicator: Kafka records in, a Delta replica out, one committed batch at a time (pure Python, no JVM).
+
+The consumer engine (:class:`pyticdc.consumer.Consumer`) does everything that decides *what* to apply —
+decoding, per-partition and global watermarks, duplicate removal, commit-ts order with split updates
+ordered, DDL barriers, Simple schemas — and :class:`~pyticdc.replica.applier.DeltaReplica` does the
+applying. A batch is::
+
+    replicator = Replicator("/data/warehouse", "canal-json", {"enable-tidb-extension": "true"},
+                            partitions={"cdc": 3})
+    report = replicator.process(records)     # any records: the consumer skips those already consumed
+
+``process`` feeds the records to the consumer (partitions interleaved fairly, deterministically, each in
+offset order), hands every released unit to the replica, and commits: table data first, then the
+progress with the consumer state after the last record. Changes above the global watermark stay in
+that state and are applied by a later batch. A new Replicator on the same warehouse resumes from the
+committed progress, whatever happened to the previous one; records it is given again are skipped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pyticdc.codec import canonical_protocol
+from pyticdc.consumer import Consumer
+from pyticdc.model import ConfigError, KafkaRecord
+from pyticdc.replica.applier import DeltaReplica, Hook
+from pyticdc.replica.changes import ReplicaError
+from pyticdc.replica.progress import Progress, TableEntry
+from pyticdc.replica.store import APP_ID
+
+__all__ = ["BatchReport", "Replicator", "interleave_partitions", "table_matcher"]
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class BatchReport:
+    """What one batch did."""
+
+    version: int
+    records: int = 0
+    #: Row changes the consumer released in this batch (after de-duplication).
+    rows_released: int = 0
+    ddls_released: int = 0
+    #: Row changes written to tables (fewer than released only in a replay after a crash).
+    rows_applied: int = 0
+    consistent_ts: int = 0
+    #: Global watermark (minimum resolved ts over the partitions) after the batch.
+    watermark: int = 0
+    #: Rows waiting for the global watermark, kept in the consumer state.
+    pending_rows: int = 0
+    quarantined: int = 0
+    seconds: float = 0.0
+    tables: dict[tuple[str, str], TableEntry] = field(default_factory=dict)
+    #: DDL statements whose effect on rows could not be reproduced.
+    unhandled_ddl: list[str] = field(default_factory=list)
+
+
+def interleave_partitions(records: Iterable[KafkaRecord]) -> Iterator[KafkaRecord]:
+    """The records with their partitions merged fairly: each partition in its order, all advancing together.
+
+    A batch often arrives partition by partition (one Spark task per Kafka partition); feeding it so would
+    keep everything buffered until the last partition's watermarks arrive. Merged by each record's
+    relative position in its partition, they advance together. Deterministic: the same records always
+    give the same order.
+    """
+    groups: dict[TopicPartition, list[KafkaRecord]] = {}
+    for record in records:
+        groups.setdefault((record.topic, record.partition), []).append(record)
+    streams = []
+    for number, tp in enumerate(sorted(groups)):
+        group = groups[tp]
+        size = len(group)
+        streams.append([((index + 1) / size, number, index) for index in range(size)])
+    ordered = [groups[tp] for tp in sorted(groups)]
+    for _fraction, number, index in heapq.merge(*streams):
+        yield ordered[number][index]
+
+
+def table_matcher(patterns: Sequence[str] | None) -> Callable[[str, str], bool] | None:
+    """A (schema, table) predicate from TiDB table-filter patterns (``shop.*``, ``!shop.tmp_*``); None for all."""
+    if not patterns:
+        return None
+    from pyticdc.routing.tablefilter import parse_table_filter
+
+    matcher = parse_table_filter(list(patterns))
+    return matcher.match_table
+
+
+class Replicator:
+    """One changefeed's records → the Delta replica in ``warehouse`` (see module docstring).
+
+    ``partitions`` maps each topic to its partition count (the global watermark is the minimum over all of
+    them). ``tables``: TiDB table-filter patterns of the tables to replicate (default all). ``time_zone``:
+    the changefeed time zone TIMESTAMP text is in (default: the ``time-zone`` codec option, else UTC).
+    """
+
+    def __init__(
+        self, warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
+        partitions: Mapping[str, int], tables: Sequence[str] | None = None, time_zone: str | None = None,
+        hook: Hook | None = None, app_id: str = APP_ID, storage_options: Mapping[str, str] | None = None,
+        source: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.protocol = canonical_protocol(protocol)
+        self.options = {str(k): v for k, v in (options or {}).items()}
+        zone = time_zone or str(self.options.get("time-zone", self.options.get("time_zone", "UTC")))
+        self.replica = DeltaReplica(warehouse, app_id=app_id, time_zone=zone, table_filter=table_matcher(tables),
+                                    hook=hook, storage_options=storage_options)
+        progress = self.replica.progress
+        recorded = progress.source.get("protocol")
+        if recorded and recorded != self.protocol:
+            raise ConfigError(f"{warehouse} replicates a {recorded} changefeed; it cannot continue from {self.protocol}"
+                              " records (use another warehouse)")
+        self.source = {**dict(source or {}), "protocol": self.protocol,
+                       "options": {k: str(v) for k, v in sorted(self.options.items())}}
+        self.partitions = dict(partitions)
+        self._subscribed = {(topic, p) for topic, count in self.partitions.items() for p in range(count)}
+        self.consumer = Consumer(self.protocol, self.options, partitions=self.partitions, state=progress.state)
+        # Units a resumed consumer releases at once (its state may already cover a watermark).
+        self._units = self.consumer.release()
+        self._broken: BaseException | None = None
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def broken(self) -> bool:
+        """Whether a batch failed in this replicator (build a new one to resume from the progress)."""
+        return self._broken is not None
+
+    @property
+    def progress(self) -> Progress:
+        """The last committed progress."""
+        return self.replica.progress
+
+    def next_offsets(self) -> dict[TopicPartition, int]:
+        """Per partition, the offset the next batch should start at (earlier records are skipped anyway)."""
+        return self.consumer.next_offsets()
+
+    def extend_partitions(self, partitions: Mapping[str, int]) -> None:
+        """Subscribe to partitions that appeared since (a topic created or grown); no-op when none is new."""
+        merged = dict(self.partitions)
+        for topic, count in partitions.items():
+            merged[topic] = max(merged.get(topic, 0), count)
+        if merged == self.partitions:
+            return
+        if self.consumer.released_ts:
+            warnings.warn(f"new partitions {merged} after replication started: rows they carry that are older than "
+                          "the replica's consistent ts are treated as replays", stacklevel=2)
+        self.partitions = merged
+        self._subscribed = {(topic, p) for topic, count in merged.items() for p in range(count)}
+        self.consumer = Consumer(self.protocol, self.options, partitions=merged, state=self.consumer.state())
+
+    # ------------------------------------------------------------------ batches
+    def process(self, records: Iterable[KafkaRecord], *, interleave: bool = True) -> BatchReport:
+        """Consume ``records``, apply what the global watermark releases and commit; the batch's report.
+
+        After an exception (a crash) this replicator refuses further batches: build a new one, which
+        resumes from the committed progress.
+        """
+        if self._broken is not None:
+            raise ReplicaError(f"this replicator failed ({self._broken!r}): create a new one to resume")
+        started = time.perf_counter()
+        report = BatchReport(version=self.progress.version + 1)
+        applied_before = self.replica.stats.rows_applied
+        quarantined_before = self.replica.stats.quarantined
+        try:
+            units, self._units = self._units, []
+            stream: Iterable[KafkaRecord] = interleave_partitions(records) if interleave else records
+            for unit in units:
+                self._take(unit, report)
+            for record in stream:
+                report.records += 1
+                if (record.topic, record.partition) not in self._subscribed:
+                    self.extend_partitions({record.topic: record.partition + 1})
+                for unit in self.consumer.consume(record):
+                    self._take(unit, report)
+            stats = {"consumer": msgspec.to_builtins(self.consumer.stats)}
+            progress = self.replica.commit(self.consumer.state(), source=self.source, stats=stats)
+        except BaseException as exc:
+            self._broken = exc
+            raise
+        report.version = progress.version
+        report.consistent_ts = progress.consistent_ts
+        report.rows_applied = self.replica.stats.rows_applied - applied_before
+        report.quarantined = self.replica.stats.quarantined - quarantined_before
+        report.watermark = self.consumer.watermark
+        report.pending_rows = self.consumer.pending_rows
+        report.tables = dict(progress.tables)
+        report.unhandled_ddl = list(self.replica.unhandled)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _take(self, unit: Any, report: BatchReport) -> None:
+        report.rows_released += len(unit.rows)
+        report.ddls_released += unit.kind == "ddl"
+        self.replica.apply(unit)

@@ -1,0 +1,432 @@
+"""Spark replication: a TiCDC topic (or capture files) in, one Delta replica table per upstream table out.
+
+Batch (until the latest offsets) or Structured Streaming (``foreachBatch``); exactly once either way::
+
+    from pyticdc.spark import spark_session
+    from pyticdc.spark.replication import ReplicationSource, SparkReplication
+
+    spark = spark_session()
+    source = ReplicationSource.kafka("canal-json", {"enable-tidb-extension": "true"},
+                                     {"bootstrap.servers": "broker:9092"}, topics="cdc")
+    job = SparkReplication(spark, source, "/data/warehouse")
+    job.run()                                  # batch: everything up to the latest offsets, then return
+    query = job.start_stream(trigger_seconds=5)  # or keep replicating
+
+Spark reads the records (the ``pyticdc`` data source with ``output=records``, one task per Kafka
+partition range or capture-file split); each batch then goes through the same pure functions as the
+Python consumer — :class:`pyticdc.replica.Replicator`, i.e. the consumer engine's watermarks,
+de-duplication, ordering and DDL barriers, and the Delta applier. The consumer's rules are one ordered
+merge of every partition, so they run where the batch meets (the driver, like Delta's own MERGE
+planning); Spark adds the parallel reads, the offsets and the triggers, not rules.
+
+Where the cluster has the JVM Kafka connector, :func:`replication_sink` is the ``foreachBatch`` function
+for ``spark.readStream.format("kafka")`` output as well (same columns).
+
+Exactly once: each batch commits its tables, then the progress (consumer state included) in
+``<warehouse>/_pyticdc/progress``; a batch re-run after a crash re-applies nothing a table already holds
+(see :mod:`pyticdc.replica.applier`). The streaming checkpoint (``<warehouse>/_pyticdc/checkpoint``)
+only saves re-reading: the progress decides, and a query started without checkpoint begins at the
+progress' offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pyticdc.codec import canonical_protocol
+from pyticdc.model import ConfigError, KafkaRecord
+from pyticdc.replica.applier import Hook
+from pyticdc.replica.pipeline import BatchReport, Replicator
+from pyticdc.replica.store import APP_ID
+
+__all__ = ["ReplicationSource", "SparkReplication", "capture_partitions", "read_records", "replication_sink"]
+
+TopicPartition = tuple[str, int]
+#: Records per batch when nothing else is said: bounds the driver's memory (a batch is held to interleave
+#: its partitions) while keeping per-batch costs (Spark job, Delta commits) small next to the work.
+DEFAULT_BATCH_RECORDS = 200_000
+
+
+@dataclass(frozen=True)
+class ReplicationSource:
+    """Where the records come from: Kafka topics or capture files, and how they are encoded."""
+
+    protocol: str
+    #: TiCDC codec options (``enable-tidb-extension``, ``time-zone``, ...).
+    options: Mapping[str, str] = field(default_factory=dict)
+    #: librdkafka configuration (``bootstrap.servers`` at least) for Kafka; empty for capture files.
+    kafka: Mapping[str, str] = field(default_factory=dict)
+    #: Comma-separated topics, or a regular expression with ``pattern``.
+    topics: str | None = None
+    pattern: str | None = None
+    #: Capture files: a file, a directory or a glob (comma-separated for several).
+    paths: str | None = None
+    capture_format: str = "auto"
+    #: Extra ``pyticdc`` data source options (``failOnDataLoss``, ``kafkaConsumer.pollTimeoutMs``...).
+    reader_options: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def kafka_topics(cls, protocol: str, options: Mapping[str, Any] | None, kafka: Mapping[str, str], *,
+                     topics: str | None = None, pattern: str | None = None) -> ReplicationSource:
+        """Kafka topics (``topics`` comma-separated, or a ``pattern``)."""
+        if not kafka.get("bootstrap.servers"):
+            raise ConfigError("Kafka needs bootstrap.servers")
+        if (topics is None) == (pattern is None):
+            raise ConfigError("give exactly one of topics and pattern")
+        return cls(protocol=canonical_protocol(protocol), options=_text_options(options), kafka=dict(kafka),
+                   topics=topics, pattern=pattern)
+
+    @classmethod
+    def capture(cls, protocol: str, options: Mapping[str, Any] | None, paths: str | Path | Sequence[str | Path], *,
+                capture_format: str = "auto") -> ReplicationSource:
+        """Capture files (``pyticdc capture`` JSON Lines, Parquet, ``kcat -J``)."""
+        joined = str(paths) if isinstance(paths, (str, Path)) else ",".join(str(p) for p in paths)
+        return cls(protocol=canonical_protocol(protocol), options=_text_options(options), paths=joined,
+                   capture_format=capture_format)
+
+    @property
+    def is_kafka(self) -> bool:
+        """Whether the records come from Kafka."""
+        return bool(self.kafka)
+
+    def spark_options(self) -> dict[str, str]:
+        """Options of the ``pyticdc`` data source reading the raw records."""
+        options = {"protocol": self.protocol, **{k: str(v) for k, v in self.options.items()}, "output": "records",
+                   **{k: str(v) for k, v in self.reader_options.items()}}
+        if self.is_kafka:
+            options.update({f"kafka.{k}": str(v) for k, v in self.kafka.items()})
+            if self.topics:
+                options["subscribe"] = self.topics
+            else:
+                assert self.pattern is not None
+                options["subscribePattern"] = self.pattern
+        else:
+            assert self.paths is not None
+            options.update({"path": self.paths, "captureFormat": self.capture_format})
+        return options
+
+    def describe(self) -> dict[str, Any]:
+        """What the progress records about the source."""
+        where = ({"kafka": self.kafka.get("bootstrap.servers"), "topics": self.topics or self.pattern}
+                 if self.is_kafka else {"files": self.paths})
+        return {"protocol": self.protocol, **where}
+
+    def kafka_partitions(self) -> list[TopicPartition]:
+        """The Kafka partitions this source reads (asks the broker)."""
+        from pyticdc.kafka import list_partitions, select_topics
+
+        return select_topics(list_partitions(dict(self.kafka)), subscribe=self.topics, pattern=self.pattern)
+
+
+def _text_options(options: Mapping[str, Any] | None) -> dict[str, str]:
+    out = {}
+    for name, value in (options or {}).items():
+        out[str(name)] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def _counts(partitions: Iterable[TopicPartition]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for topic, partition in partitions:
+        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    return counts
+
+
+def capture_partitions(paths: str | Sequence[str | Path], capture_format: str = "auto") -> dict[str, int]:
+    """Partition count of every topic in capture files (a scan of the topic and partition fields only).
+
+    The consumer needs every partition before its first record: a partition it met late would have its
+    early rows judged against a global watermark that never waited for it.
+    """
+    import gzip
+
+    from pyticdc.capture import capture_files, detect_format, import_parquet
+
+    seen: set[TopicPartition] = set()
+    for path in capture_files(list(paths) if not isinstance(paths, str) else paths):
+        if detect_format(path, capture_format) == "parquet":
+            table = import_parquet().read_table(path, columns=["topic", "partition"])
+            pairs = table.group_by(["topic", "partition"]).aggregate([]).to_pylist()
+            seen.update((row["topic"], int(row["partition"])) for row in pairs)
+            continue
+        opener: Any = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                try:
+                    envelope = orjson.loads(line)
+                    seen.add((envelope["topic"], int(envelope["partition"])))
+                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                    continue  # a malformed line: the source quarantines it
+    return _counts((topic, partition) for topic, partition in seen if partition >= 0)
+
+
+def read_records(df: Any, *, bounded: bool = True) -> Iterator[KafkaRecord]:
+    """The records of a DataFrame with the Kafka source columns, on the driver.
+
+    ``bounded`` (a batch of known size: Kafka offset ranges, a micro-batch): collected as Arrow in one Spark
+    job, every partition read in parallel. Otherwise (a whole capture) streamed one Spark partition at a time,
+    so the driver never holds more than one.
+    """
+    from pyticdc.capture import arrow_to_records
+    from pyticdc.spark.sinks import arrow_batches
+
+    columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in df.columns]
+    selected = df.select(*columns)
+    if bounded:
+        for batch in selected.toArrow().to_batches():
+            yield from arrow_to_records(batch)
+        return
+    for batch in _prefetched(arrow_batches(selected), PREFETCH_BATCHES):
+        yield from arrow_to_records(batch)
+
+
+#: Arrow batches read ahead of the pipeline when streaming a capture (about 8k records each).
+PREFETCH_BATCHES = 32
+_END = object()
+
+
+def _prefetched(items: Iterator[Any], size: int) -> Iterator[Any]:
+    # Spark computes the next partition only when asked (toLocalIterator prefetches one): a thread asking
+    # for them as fast as the bounded queue allows keeps the executors reading while the driver applies.
+    import queue
+    import threading
+
+    buffer: queue.Queue[Any] = queue.Queue(maxsize=size)
+    failure: list[BaseException] = []
+    stop = threading.Event()
+
+    def pump() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        buffer.put(item, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread, which raises it
+            failure.append(exc)
+        finally:
+            while not stop.is_set():
+                try:
+                    buffer.put(_END, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+
+    thread = threading.Thread(target=pump, name="pyticdc-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = buffer.get()
+            if item is _END:
+                if failure:
+                    raise failure[0]
+                return
+            yield item
+    finally:
+        stop.set()
+
+
+def _chunks(records: Iterable[KafkaRecord], size: int) -> Iterator[list[KafkaRecord]]:
+    chunk: list[KafkaRecord] = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _json(offsets: Mapping[TopicPartition, int]) -> str:
+    from pyticdc.kafka import offsets_json
+
+    return orjson.dumps(offsets_json(offsets)).decode()
+
+
+class SparkReplication:
+    """A replication job: ``source`` → the Delta replica in ``warehouse``, with Spark reading the records.
+
+    ``tables``: TiDB table-filter patterns (default every table). ``batch_records``: records per batch
+    (and ``maxOffsetsPerTrigger`` when streaming). ``on_batch`` is called with each committed batch's
+    report (progress display). ``hook``: see :class:`pyticdc.replica.DeltaReplica` (crash tests).
+    """
+
+    def __init__(
+        self, spark: Any, source: ReplicationSource, warehouse: str | Path, *, tables: Sequence[str] | None = None,
+        time_zone: str | None = None, batch_records: int = DEFAULT_BATCH_RECORDS, hook: Hook | None = None,
+        on_batch: Callable[[BatchReport], None] | None = None, app_id: str = APP_ID,
+        partitions: Mapping[str, int] | None = None,
+    ) -> None:
+        if batch_records < 1:
+            raise ConfigError("batch_records must be >= 1")
+        self.spark = spark
+        self.source = source
+        self.warehouse = Path(warehouse)
+        self.tables = list(tables) if tables else None
+        self.time_zone = time_zone
+        self.batch_records = batch_records
+        self.hook = hook
+        self.on_batch = on_batch
+        self.app_id = app_id
+        self._partitions = dict(partitions) if partitions else None
+        self._replicator: Replicator | None = None
+        #: Reports of the batches this job committed.
+        self.reports: list[BatchReport] = []
+
+    # ------------------------------------------------------------------ pieces
+    def partitions(self) -> dict[str, int]:
+        """Partition count of every topic read (Kafka: from the broker; capture files: from the records)."""
+        if self._partitions is None:
+            if self.source.is_kafka:
+                self._partitions = _counts(self.source.kafka_partitions())
+            else:
+                assert self.source.paths is not None
+                self._partitions = capture_partitions(self.source.paths, self.source.capture_format)
+            if not self._partitions:
+                raise ConfigError(f"no records to replicate in {self.source.describe()}")
+        return dict(self._partitions)
+
+    def replicator(self) -> Replicator:
+        """The pipeline of this job (a new one, resumed from the committed progress, after a failure)."""
+        if self._replicator is None or self._replicator.broken:
+            self._replicator = Replicator(
+                self.warehouse, self.source.protocol, self.source.options, partitions=self.partitions(),
+                tables=self.tables, time_zone=self.time_zone, hook=self.hook, app_id=self.app_id,
+                source=self.source.describe())
+        return self._replicator
+
+    def _reader(self, **extra: str) -> Any:
+        reader = self.spark.read.format("pyticdc")
+        for name, value in {**self.source.spark_options(), **extra}.items():
+            reader = reader.option(name, value)
+        return reader.load()
+
+    def _process(self, records: Iterable[KafkaRecord]) -> BatchReport:
+        report = self.replicator().process(records)
+        self.reports.append(report)
+        if self.on_batch is not None:
+            self.on_batch(report)
+        return report
+
+    # ------------------------------------------------------------------ batch
+    def run(self) -> list[BatchReport]:
+        """Replicate everything there is now (Kafka: up to the latest offsets at the start); the batch reports."""
+        reports: list[BatchReport] = []
+        if self.source.is_kafka:
+            reports.extend(self._run_kafka())
+        else:
+            reports.extend(self._run_capture())
+        return reports
+
+    def _run_kafka(self) -> Iterator[BatchReport]:
+        from pyticdc.kafka import EARLIEST, cap_offsets, watermarks
+
+        bounds = watermarks(dict(self.source.kafka), self.source.kafka_partitions())
+        ends = {tp: high for tp, (_low, high) in bounds.items()}
+        processed = False
+        while True:
+            replicator = self.replicator()
+            offsets = replicator.next_offsets()
+            start = {tp: offsets.get(tp, 0) for tp in ends}
+            if all(start[tp] >= end for tp, end in ends.items()):
+                if not processed:
+                    # Nothing new: still one batch, so what a resumed state releases is committed.
+                    yield self._process(())
+                return
+            stop = cap_offsets(start, ends, self.batch_records)
+            # A partition never read starts at its earliest offset (retention may have deleted offset 0).
+            first = {tp: (EARLIEST if offset == 0 else offset) for tp, offset in start.items()}
+            df = self._reader(startingOffsets=_json(first), endingOffsets=_json(stop))
+            yield self._process(read_records(df))
+            processed = True
+
+    def _run_capture(self) -> Iterator[BatchReport]:
+        from pyspark.sql import functions as F
+
+        replicator = self.replicator()
+        df = self._reader()
+        # Records a committed batch consumed are skipped by the consumer anyway; filtering them in Spark
+        # spares shipping them to the driver after a restart.
+        done = [(tp, offset) for tp, offset in replicator.next_offsets().items() if offset > 0]
+        if done:
+            condition = None
+            for (topic, partition), offset in done:
+                clause = (F.col("topic") == topic) & (F.col("partition") == partition) & (F.col("offset") < offset)
+                condition = clause if condition is None else condition | clause
+            assert condition is not None
+            df = df.where(~condition)
+        processed = False
+        for chunk in _chunks(read_records(df, bounded=False), self.batch_records):
+            processed = True
+            yield self._process(chunk)
+        if not processed:
+            yield self._process(())
+
+    # ------------------------------------------------------------------ streaming
+    def foreach_batch(self, batch_df: Any, batch_id: int) -> None:
+        """The ``foreachBatch`` function: one micro-batch of raw records → one committed replica batch."""
+        del batch_id  # the progress, not Spark's batch id, says what is applied
+        if self.source.is_kafka:
+            # Topics may have gained partitions since the query started.
+            self.replicator().extend_partitions(_counts(self.source.kafka_partitions()))
+        self._process(read_records(batch_df))
+
+    def start_stream(self, *, trigger_seconds: float = 5.0, checkpoint: str | Path | None = None,
+                     available_now: bool = False) -> Any:
+        """Start a Structured Streaming query replicating continuously; returns the StreamingQuery.
+
+        ``available_now``: process what is there now in micro-batches, then stop.
+        """
+        reader = self.spark.readStream.format("pyticdc")
+        options = self.source.spark_options()
+        if self.source.is_kafka:
+            from pyticdc.kafka import EARLIEST
+
+            # Where the progress is (a partition never read: its earliest offset, retention may have moved it).
+            offsets = self.replicator().next_offsets()
+            options["startingOffsets"] = _json({tp: EARLIEST if o == 0 else o for tp, o in offsets.items()})
+            options["maxOffsetsPerTrigger"] = str(self.batch_records)
+        for name, value in options.items():
+            reader = reader.option(name, value)
+        location = Path(checkpoint) if checkpoint is not None else self.warehouse / "_pyticdc" / "checkpoint"
+        writer = (reader.load().writeStream.foreachBatch(self.foreach_batch)
+                  .option("checkpointLocation", str(location)).queryName(f"pyticdc-replicate-{self.app_id}"))
+        writer = writer.trigger(availableNow=True) if available_now else \
+            writer.trigger(processingTime=f"{trigger_seconds} seconds")
+        return writer.start()
+
+
+def replication_sink(
+    warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
+    partitions: Mapping[str, int], tables: Sequence[str] | None = None, time_zone: str | None = None,
+    app_id: str = APP_ID, on_batch: Callable[[BatchReport], None] | None = None,
+) -> Callable[[Any, int], None]:
+    """A ``foreachBatch`` function replicating micro-batches of raw Kafka records (JVM ``format("kafka")`` too).
+
+    ``partitions``: partition count of every subscribed topic. The returned function keeps one pipeline
+    for the query and rebuilds it from the committed progress after a failed batch.
+    """
+    state: dict[str, Replicator] = {}
+
+    def write_batch(batch_df: Any, batch_id: int) -> None:
+        """Replicate one micro-batch (the progress, not ``batch_id``, says what is applied)."""
+        del batch_id
+        replicator = state.get("pipeline")
+        if replicator is None or replicator.broken:
+            replicator = state["pipeline"] = Replicator(warehouse, protocol, options, partitions=partitions,
+                                                        tables=tables, time_zone=time_zone, app_id=app_id)
+        report = replicator.process(read_records(batch_df))
+        if on_batch is not None:
+            on_batch(report)
+    return write_batch

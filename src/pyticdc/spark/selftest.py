@@ -1,0 +1,226 @@
+"""The oracle on Spark: a simulated workload with faults, replicated to Delta with crashes, compared with the truth.
+
+For each (protocol, dispatcher, seed) of ``pyticdc selftest --engine spark``:
+
+1. simulate a TiDB workload (every column type, DDL, key changes) and route it through TiCDC's routing
+   and codec to per-partition Kafka logs;
+2. inject the producer faults of the plan (duplicated records, TiCDC restarts re-sending from an older
+   checkpoint with stale watermarks, replayed ranges, garbage) and write the logs, interleaved, to a
+   capture file;
+3. replicate it with :class:`~pyticdc.spark.replication.SparkReplication` (the ``pyticdc`` data source on
+   local Spark, the consumer engine, the Delta applier) in small batches, killing the job at chosen
+   points — one of them always between a batch's table commits and its progress commit, the others
+   before or after a table commit or right after a progress commit — and restarting it from the
+   warehouse alone, re-reading the input from the start (Kafka redelivery);
+4. after every committed batch whose tables are settled (none ahead of the progress), compare every
+   Delta table with the truth at the progress' consistent ts, typed the way the replica types it; at the
+   end, require the final watermark, an exact match and exactly the injected garbage in quarantine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pyticdc.model import physical_ms
+from pyticdc.replica.applier import SimulatedCrash
+
+__all__ = ["CRASH_POINTS", "CrashPlan", "SparkOracleReport", "check_history_on_spark", "run_spark_selftest"]
+
+#: Where a crash can be injected (hook points of :class:`pyticdc.replica.DeltaReplica`).
+CRASH_POINTS: Final = ("before-progress", "after-table-commit", "before-table-commit", "after-progress")
+#: Canal-JSON and Debezium carry watermarks only with the TiDB extension.
+_NEEDS_EXTENSION: Final = ("canal-json", "debezium")
+
+
+@dataclass
+class CrashPlan:
+    """Crashes to inject: ``(point, n)`` kills the job at the n-th time the pipeline reaches ``point``."""
+
+    crashes: list[tuple[str, int]] = field(default_factory=list)
+    #: Crashes that happened, in order, with their details.
+    happened: list[str] = field(default_factory=list)
+    _seen: dict[str, int] = field(default_factory=dict)
+    _batch_wrote: bool = False
+
+    @classmethod
+    def random(cls, count: int, rng: random.Random, batches: int) -> CrashPlan:
+        """``count`` crashes spread over about ``batches`` batches; the first planned between data and progress."""
+        crashes: list[tuple[str, int]] = []
+        for index in range(count):
+            point = "before-progress" if index == 0 else rng.choice(CRASH_POINTS)
+            reach = max(1, batches // 2) if point in ("before-progress", "after-progress") else max(2, batches * 3)
+            crashes.append((point, rng.randint(1, reach)))
+        return cls(crashes=crashes)
+
+    def hook(self, point: str, detail: Mapping[str, Any]) -> None:
+        """The replica's hook: counts the points reached and raises SimulatedCrash at the planned ones."""
+        if point == "after-table-commit":
+            self._batch_wrote = True
+        if point == "before-progress" and not self._batch_wrote:
+            return  # the crash between data and progress must follow a batch that wrote data
+        self._seen[point] = self._seen.get(point, 0) + 1
+        for index, (planned, nth) in enumerate(self.crashes):
+            if planned == point and self._seen[point] >= nth:
+                del self.crashes[index]
+                self.happened.append(f"{point} {dict(detail)}")
+                self._batch_wrote = False
+                raise SimulatedCrash(point)
+        if point == "after-progress":
+            self._batch_wrote = False
+
+
+@dataclass
+class SparkOracleReport:
+    """What one Spark oracle run did."""
+
+    protocol: str
+    seed: int
+    records: int = 0
+    row_events: int = 0
+    batches: int = 0
+    checks: int = 0
+    crashes: list[str] = field(default_factory=list)
+    quarantined: int = 0
+    seconds: float = 0.0
+
+
+class SparkOracleMismatch(AssertionError):
+    """The Delta replica differs from the truth."""
+
+
+def _options(protocol: str, assignments: Mapping[str, str]) -> dict[str, Any]:
+    options: dict[str, Any] = {"enable-tidb-extension": True} if protocol in _NEEDS_EXTENSION else {}
+    options.update(assignments)
+    return options
+
+
+def check_history_on_spark(
+    spark: Any, history: Any, protocol: str, options: Mapping[str, Any] | None = None, *, plan: Any = None,
+    seed: int = 0, partitions: int = 3, rules: Sequence[Mapping[str, Any]] = (), workdir: str | Path | None = None,
+    batches: int = 8, crash_plan: CrashPlan | None = None,
+) -> SparkOracleReport:
+    """Produce with faults, replicate on Spark with crashes and compare; SparkOracleMismatch on a difference."""
+    from pyticdc.capture import write_capture
+    from pyticdc.codec import make_encoder
+    from pyticdc.replica.check import compare_replica, unsettled_tables
+    from pyticdc.replica.store import DeltaStore
+    from pyticdc.sim import FaultPlan, TruthProjector, inject, interleave, produce, with_offsets
+    from pyticdc.spark.replication import ReplicationSource, SparkReplication
+
+    started = time.perf_counter()
+    plan = plan or FaultPlan()
+    options = dict(options or {})
+    rng = random.Random(seed)
+    fixed = physical_ms(history.final_resolved_ts)
+
+    def clock() -> int:
+        return fixed
+
+    logs = with_offsets(inject(produce(history, protocol, options, partitions=partitions, rules=rules, clock=clock),
+                               plan, rng))
+    stream = interleave(logs, rng, max_run=plan.max_run)
+    report = SparkOracleReport(protocol=protocol, seed=seed, records=len(stream), row_events=history.row_events)
+    own = workdir is None
+    root = Path(tempfile.mkdtemp(prefix="pyticdc-selftest-")) if workdir is None else Path(workdir)
+    try:
+        capture = root / "capture.jsonl"
+        warehouse = root / "warehouse"
+        shutil.rmtree(warehouse, ignore_errors=True)
+        write_capture(capture, stream)
+        projector = TruthProjector(make_encoder(protocol, options, clock=clock))
+        crash_plan = crash_plan if crash_plan is not None else CrashPlan.random(plan.crashes, rng, batches)
+        label = f"{protocol} seed={history.seed}/{seed}"
+        time_zone = str(options.get("time-zone", "UTC"))
+
+        def check(consistent_ts: int, where: str) -> None:
+            truth = history.truth_at(consistent_ts)
+            difference = compare_replica(warehouse, projector.snapshot(truth), {k: t.info for k, t in truth.items()},
+                                         time_zone=time_zone)
+            if difference is not None:
+                raise SparkOracleMismatch(f"{label}: {where} the Delta replica differs from the truth at "
+                                          f"consistent_ts={consistent_ts}: {difference}")
+            report.checks += 1
+
+        def on_batch(batch: Any) -> None:
+            report.batches += 1
+            if not unsettled_tables(warehouse):
+                check(batch.consistent_ts, f"after batch {batch.version}")
+
+        source = ReplicationSource.capture(protocol, options, capture)
+        size = max(20, len(stream) // max(1, batches))
+        counts = {topic: count for topic, count in _partition_counts(logs).items()}
+        final = None
+        while True:
+            job = SparkReplication(spark, source, warehouse, batch_records=size, hook=crash_plan.hook,
+                                   on_batch=on_batch, partitions=counts)
+            try:
+                reports = job.run()
+            except SimulatedCrash:
+                continue  # the process died: a new one starts from what the warehouse holds
+            final = reports[-1]
+            break
+        report.crashes = list(crash_plan.happened)
+        if final.consistent_ts != history.final_resolved_ts:
+            raise SparkOracleMismatch(f"{label}: replication ended at consistent_ts={final.consistent_ts}, not at "
+                                      f"the final watermark {history.final_resolved_ts}")
+        unsettled = unsettled_tables(warehouse)
+        if unsettled:
+            raise SparkOracleMismatch(f"{label}: tables ahead of the committed progress at the end: {unsettled}")
+        check(final.consistent_ts, "at the end")
+        store = DeltaStore(warehouse)
+        report.quarantined = store.count(store.internal_path("quarantine"))
+        if report.quarantined != plan.garbage:
+            raise SparkOracleMismatch(f"{label}: {report.quarantined} records quarantined, {plan.garbage} garbage "
+                                      "records injected")
+    finally:
+        if own:
+            shutil.rmtree(root, ignore_errors=True)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _partition_counts(logs: Mapping[tuple[str, int], Any]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for topic, partition in logs:
+        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    return counts
+
+
+def run_spark_selftest(args: argparse.Namespace, protocols: list[str], plan: Any) -> int:
+    """``pyticdc selftest --engine spark``: every (protocol, dispatcher, seed); 0 if every replica equals its source."""
+    from pyticdc.cli.common import parse_assignments
+    from pyticdc.sim import WorkloadConfig, simulate
+    from pyticdc.spark.session import spark_session
+
+    spark = spark_session("pyticdc-selftest", "local[2]", {"spark.sql.shuffle.partitions": "2"})
+    spark.sparkContext.setLogLevel("ERROR")
+    config = WorkloadConfig(transactions=args.transactions)
+    assignments = parse_assignments(args.option, "-o/--option")
+    failures = 0
+    for protocol in protocols:
+        options = _options(protocol, assignments)
+        for rule in args.dispatcher or ["default"]:
+            rules = [{"matcher": ["*.*"], "partition": rule}]
+            for seed in range(args.seed, args.seed + args.seeds):
+                label = (f"{protocol} {options or ''} dispatcher={rule} seed={seed} partitions={args.partitions} "
+                         "engine=spark")
+                try:
+                    report = check_history_on_spark(spark, simulate(seed, config), protocol, options, plan=plan,
+                                                    seed=seed, partitions=args.partitions, rules=rules)
+                except SparkOracleMismatch as exc:
+                    failures += 1
+                    print(f"FAIL {label}\n     {exc}", flush=True)
+                    continue
+                kinds = ", ".join(c.split(" ", 1)[0] for c in report.crashes) or "none"
+                print(f"ok   {label}: Delta replica equals source at {report.checks} batches ({report.records} "
+                      f"records, {len(report.crashes)} crashes: {kinds}; {report.quarantined} quarantined, "
+                      f"{report.seconds:.1f}s)", flush=True)
+    return 1 if failures else 0
