@@ -200,15 +200,17 @@ def test_decode_command_prints_events(tmp_path: Path, protocol: str, capsys: pyt
     assert status == 1 and "1 records failed" in err
     rows = [e for e in events if e["kind"] == "row"]
     assert [r["op"] for r in rows] == ["insert", "insert", "update", "delete"]
-    assert rows[0]["columns"]["big"] == "18446744073709551615" and rows[0]["columns"]["note"] == "首单 & fast"
+    # the event JSON of docs/event-json.md: exact integers, text as strings, bytes as {"base64": ...}
+    assert rows[0]["columns"]["big"] == 18446744073709551615 and rows[0]["columns"]["note"] == "首单 & fast"
     assert rows[0]["commit_ts"] == 462364344322621440 and rows[0]["kafka_timestamp"].endswith("Z")
+    assert rows[0]["source_protocol"] == protocol and (rows[0]["topic"], rows[0]["partition"]) == ("cdc", 0)
     error = events[-1]
-    assert error["kind"] == "error" and error["raw_value"] == "/25vdCBhIG1lc3NhZ2U=" and error["error"]
-    status = main(["decode", "-p", protocol, *_option_args(protocol), str(path), "--output-format", "text",
+    assert error["kind"] == "error" and error["raw_value"] == {"base64": "/25vdCBhIG1lc3NhZ2U="} and error["reason"]
+    status = main(["decode", "-p", protocol, *_option_args(protocol), str(path), "--format", "text",
                    "--kind", "row"])
     out, _ = capsys.readouterr()
     lines = out.splitlines()
-    assert len(lines) == 4 and "update shop.orders" in lines[2] and "amount=19.99->17.99" in lines[2]
+    assert len(lines) == 4 and "update shop.orders" in lines[2] and 'amount="19.99"->"17.99"' in lines[2]
 
 
 def test_decode_command_limits_and_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ import collections
 from pathlib import Path
 
 import msgspec
+import orjson
 import pytest
 
 from pyticdc.codec import built_protocols
@@ -172,3 +173,11 @@ def test_plot_writes_a_png(history: History, tmp_path: Path) -> None:
     assert len(data) > 20_000
     empty = plot_summary(summarize([], "craft"), tmp_path / "empty.png")
     assert empty.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_detect_protocol_reads_bare_json_rows_as_debezium_only_when_nothing_else_does() -> None:
+    # Any JSON object decodes as a Debezium unwrapped row; that lenient reading must not beat a
+    # protocol that reads the records strictly, yet still names a topic of bare rows.
+    bare = [KafkaRecord(topic="t", partition=0, offset=i, value=orjson.dumps({"id": i, "name": "x"}))
+            for i in range(5)]
+    assert detect_protocol(bare) == ("debezium", {})

@@ -397,7 +397,9 @@ def detect_protocol(records: Iterable[KafkaRecord], *, sample: int = 200) -> tup
 
     Tries every built protocol (Simple as JSON and as Avro), one decoder per partition. Canal-JSON and
     Debezium streams in which a watermark decodes get ``enable-tidb-extension=true`` (only the extension
-    sends them). Ties go to the earlier protocol in TiCDC's list.
+    sends them). Records read only as rows of no table (Debezium's reading of any bare JSON object as
+    an unwrapped row) count only to break a tie of the others. Ties go to the earlier protocol in
+    TiCDC's list.
     """
     from pyticdc.model import ConfigError
 
@@ -413,10 +415,10 @@ def detect_protocol(records: Iterable[KafkaRecord], *, sample: int = 200) -> tup
         candidates.append((protocol, {}))
         if protocol == "simple":
             candidates.append((protocol, {"encoding-format": "avro"}))
-    best: tuple[int, int, str, dict[str, Any]] | None = None
+    best: tuple[int, int, int, str, dict[str, Any]] | None = None
     for rank, (protocol, options) in enumerate(candidates):
         decoders: dict[tuple[str, int], BaseDecoder] = {}
-        decoded = 0
+        decoded = anonymous = 0
         watermarks = 0
         for record in head:
             tp = (record.topic, record.partition)
@@ -427,15 +429,21 @@ def detect_protocol(records: Iterable[KafkaRecord], *, sample: int = 200) -> tup
                 events = decoder.decode(record.value, record.key)
             except (DecodeError, *_DECODER_BUGS):
                 continue
-            decoded += 1
+            if events and all(isinstance(e, RowChange) and not e.table for e in events):
+                # Rows naming no table: only a lenient reading (Debezium's unwrapped rows) gives
+                # these, and any JSON object reads that way, so they count only when nothing else
+                # decodes the records.
+                anonymous += 1
+            else:
+                decoded += 1
             watermarks += sum(1 for e in events if isinstance(e, Watermark))
-        if decoded and (best is None or decoded > best[0]):
+        if (decoded or anonymous) and (best is None or (decoded, anonymous) > best[:2]):
             if protocol in ("canal-json", "debezium") and watermarks:
                 options = {"enable-tidb-extension": True}
-            best = (decoded, rank, protocol, options)
+            best = (decoded, anonymous, rank, protocol, options)
     if best is None:
         raise ConfigError(f"none of the protocols {', '.join(built_protocols())} decodes these records")
-    return best[2], best[3]
+    return best[3], best[4]
 
 
 # --------------------------------------------------------------------------- text

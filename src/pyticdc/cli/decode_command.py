@@ -1,35 +1,43 @@
-"""``pyticdc decode``: print the events of capture files or Kafka topics as JSON Lines or readable text.
+"""``pyticdc decode``: print the events of capture files, Kafka topics or raw message files as event JSON or text.
 
     pyticdc decode -p canal-json -o enable-tidb-extension=true capture.jsonl
-    pyticdc decode -b broker:9092 -t cdc --output-format text
-    pyticdc decode -p craft dump.parquet --kind row --limit 20 -O events.jsonl
+    pyticdc decode -b broker:9092 -t cdc --format text
+    pyticdc decode -p open-protocol --value value.bin --key key.bin
+    pyticdc decode -p craft --value row_0
+    pyticdc decode -p canal-json --lines canal-data.txt --kind row --limit 20 -O events.jsonl
+    pyticdc decode -p canal-json -o enable-tidb-extension=true --value CDC000001.json --container crlf
 
-Input, codec and progress flags are the shared ones (:mod:`pyticdc.cli.common`); the protocol is detected
-from the first records unless ``-p`` names it. ``--output-format jsonl`` (default) prints one JSON object
-per event with the fields of the Spark event DataFrame (images as objects, TSOs as exact integers, raw
-bytes base64); ``text`` one readable line per event. A capture line that is not a record becomes an
-``error`` event (topic ``file:PATH``, offset = its byte position). Works with the base install: only
-Parquet captures need pyarrow.
+Input: capture files or Kafka (the shared flags, :mod:`pyticdc.cli.common`), or raw message bytes:
+``--value FILE [--key FILE]`` (one message), ``--lines FILE`` (one message per line; blank lines and
+``/* ... */``, ``#`` and ``//`` comment lines are skipped and counted on stderr) or ``--value FILE
+--container crlf|lf`` (a TiCDC storage-sink file: messages separated by CRLF or LF, the last
+terminator optional). A raw message is a record of topic ``file:PATH``, partition -1 and offset = its
+index in the file (0-based). The protocol is detected from the first records unless ``-p`` names it
+(for raw files too; name it when a file is too small to tell).
 
-Exit status: 0 when every record decoded, 1 when some did not (they are printed as ``error`` events),
-2 on a usage or configuration error.
+Output (``--format``, alias ``--output-format``): ``jsonl`` (default) one event-JSON object per line
+(:mod:`pyticdc.eventjson`, documented in ``docs/event-json.md``); ``text`` the same events, one
+readable line each. A record that does not decode, and a capture line that is not a record (topic
+``file:PATH``, offset = its byte position), is a ``kind: "error"`` object. Works with the base install:
+only Parquet captures need pyarrow.
+
+Exit status: 0 when every record decoded, 1 when some did not (they are printed as ``error`` events)
+or reading failed midway, 2 on a usage or configuration error (nothing printed).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
-
-import orjson
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from pyticdc.cli.common import (
     FAILURE,
     REPORTED,
     USAGE,
+    Input,
     add_codec_arguments,
     add_input_arguments,
     add_progress_argument,
@@ -39,24 +47,46 @@ from pyticdc.cli.common import (
     report,
     resolve_codec,
 )
+from pyticdc.eventjson import KINDS, dumps, error_to_json, event_to_json, event_to_text
+from pyticdc.model import ConfigError, Event, KafkaRecord
 
-__all__ = ["add_parser", "format_text"]
+if TYPE_CHECKING:
+    from pyticdc.spark.rows import RecordDecoder
 
-KINDS = ("row", "ddl", "watermark", "bootstrap", "error")
+__all__ = ["CONTAINERS", "add_parser", "split_container", "split_lines"]
+
+#: ``--container`` name → the terminator between messages (TiCDC storage sink ``terminator``).
+CONTAINERS: Final = {"crlf": b"\r\n", "lf": b"\n"}
+#: Partition of records read from raw message files (not a Kafka partition).
+FILE_PARTITION: Final = -1
 
 
 def add_parser(subparsers: Any) -> None:
     """Register ``decode``."""
     parser = subparsers.add_parser(
-        "decode", help="print the events of capture files or topics as JSON Lines or text",
-        description="Decode TiCDC Kafka messages from capture files or Kafka topics and print one line per event.")
+        "decode", help="print the events of capture files, topics or raw message files as event JSON or text",
+        description="Decode TiCDC Kafka messages from capture files, Kafka topics or raw message files and print "
+                    "one line per event (event JSON, documented in docs/event-json.md, or text).")
     add_input_arguments(parser)
+    raw = parser.add_argument_group("input: raw message files (instead of captures or Kafka)")
+    raw.add_argument("--value", type=Path, metavar="FILE",
+                     help="a file holding one message value, as the Kafka record carried it (default: none)")
+    raw.add_argument("--key", type=Path, metavar="FILE",
+                     help="with --value: the message's Kafka key (Open Protocol needs it; Craft has none) "
+                          "(default: no key)")
+    raw.add_argument("--lines", type=Path, metavar="FILE",
+                     help="a file of messages, one per line; blank lines and /* ... */, # and // comment lines "
+                          "are skipped (default: none)")
+    raw.add_argument("--container", choices=tuple(CONTAINERS),
+                     help="with --value: the file is a TiCDC storage-sink file of several messages separated by "
+                          "CRLF or LF, the last terminator optional (default: one message)")
     add_codec_arguments(parser, detect=True)
     group = parser.add_argument_group("output")
     group.add_argument("-O", "--output", type=Path, metavar="FILE",
                        help="write the events to this file (default: standard output)")
-    group.add_argument("--output-format", default="jsonl", choices=("jsonl", "text"),
-                       help="jsonl: one JSON object per event; text: one readable line per event (default jsonl)")
+    group.add_argument("--format", "--output-format", dest="format", default="jsonl", choices=("jsonl", "text"),
+                       help="jsonl: one event-JSON object per line (docs/event-json.md); text: one readable line "
+                            "per event (default jsonl)")
     group.add_argument("--kind", action="append", choices=KINDS,
                        help="print only events of this kind, repeatable (default: every kind)")
     group.add_argument("--limit", type=int, default=None, metavar="N",
@@ -65,59 +95,113 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run_decode)
 
 
-_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
+# --------------------------------------------------------------------------- raw files
+def split_container(data: bytes, terminator: bytes) -> list[bytes]:
+    """The messages of a storage-sink file: ``data`` split at ``terminator``, a final terminator optional."""
+    if not data:
+        return []
+    parts = data.split(terminator)
+    if not parts[-1]:
+        parts.pop()  # the file ended with a terminator
+    return parts
 
 
-def _quote(text: str | None, base64: bool = False) -> str:
-    # Numbers print bare, text as a JSON string literal, base64 (binary) values with a b64: prefix.
-    if text is None:
-        return "NULL"
-    if not base64 and _NUMBER.fullmatch(text):
-        return text
-    return ("b64:" if base64 else "") + orjson.dumps(text).decode()
+def split_lines(data: bytes) -> tuple[list[bytes], int]:
+    """(messages, lines skipped) of a one-message-per-line file.
+
+    Lines end at LF, CRLF or CR (Java ``readAllLines``). Skipped: blank lines, ``#`` and ``//`` lines and
+    ``/* ... */`` blocks (test resources such as Paimon's start with a licence comment); a message line
+    never starts with those (JSON starts with ``{``).
+    """
+    messages: list[bytes] = []
+    skipped = 0
+    in_comment = False
+    for line in data.splitlines():
+        text = line.strip()
+        if in_comment:
+            skipped += 1
+            in_comment = b"*/" not in text
+        elif not text or text.startswith((b"#", b"//")):
+            skipped += 1
+        elif text.startswith(b"/*"):
+            skipped += 1
+            in_comment = b"*/" not in text[2:]
+        else:
+            messages.append(line)
+    return messages, skipped
 
 
-def format_text(event: dict[str, Any]) -> str:
-    """One readable line for an event dict (``row_dict`` shape)."""
-    where = f"{event['topic']}/{event['partition']}@{event['offset']}"
-    if event["event_index"]:
-        where += f"#{event['event_index']}"
-    kind = event["kind"]
-    if kind == "error":
-        return f"{where} ERROR {event['error']}"
-    if kind == "watermark":
-        return f"{where} watermark resolved_ts={event['commit_ts']}"
-    table = f"{event['schema']}.{event['table']}"
-    if kind == "ddl":
-        return f"{where} ddl {table} commit_ts={event['commit_ts']} type={event['ddl_type']} {event['ddl_query']}"
-    if kind == "bootstrap":
-        return f"{where} bootstrap {table} schema_version={event['schema_version']}"
-    encoded = set(event["base64_columns"] or ())
-    post, pre = event["columns"], event["pre_columns"]
-    if event["op"] == "update" and post is not None and pre is not None:
-        parts = []
-        for name, value in post.items():
-            old = pre.get(name, value)
-            text = _quote(value, name in encoded)
-            parts.append(f"{name}={_quote(old, name in encoded)}->{text}" if old != value else f"{name}={text}")
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+
+
+def _raw_input(args: argparse.Namespace) -> Input | None:
+    """The records of ``--value``/``--key``/``--lines``/``--container``, or None when none is given."""
+    if args.value is None and args.lines is None:
+        if args.key is not None or args.container is not None:
+            raise ConfigError(f"{'--key' if args.key is not None else '--container'} needs --value FILE")
+        return None
+    if args.captures or args.bootstrap_servers or args.topics:
+        raise ConfigError("read either raw message files (--value, --lines) or capture files or Kafka, not both")
+    if args.value is not None and args.lines is not None:
+        raise ConfigError("give --value FILE (one message, or a --container file) or --lines FILE, not both")
+    if args.lines is not None:
+        if args.key is not None or args.container is not None:
+            raise ConfigError("--key and --container go with --value, not --lines")
+        path = args.lines
+        values, skipped = split_lines(_read(path, "--lines"))
+        if skipped:
+            print(f"skipped {skipped} blank or comment lines of {path}", file=sys.stderr)
+        keys: list[bytes | None] = [None] * len(values)
+    elif args.container is not None:
+        if args.key is not None:
+            raise ConfigError("--key does not go with --container (storage-sink files carry no keys)")
+        path = args.value
+        values = split_container(_read(path, "--value"), CONTAINERS[args.container])
+        keys = [None] * len(values)
     else:
-        image = post if post is not None else pre or {}
-        parts = [f"{name}={_quote(value, name in encoded)}" for name, value in image.items()]
-    flag = " handle-key-only" if event["handle_key_only"] else ""
-    return f"{where} {event['op']} {table} commit_ts={event['commit_ts']}{flag} " + " ".join(parts)
+        path = args.value
+        values = [_read(path, "--value")]
+        keys = [None if args.key is None else _read(args.key, "--key")]
+    topic = f"file:{path}"
+    records = [KafkaRecord(topic=topic, partition=FILE_PARTITION, offset=i, key=k, value=v)
+               for i, (k, v) in enumerate(zip(keys, values))]
+    return Input(records, total=len(records))
+
+
+# --------------------------------------------------------------------------- decoding
+def _event_stream(decoder: RecordDecoder, records: Iterator[KafkaRecord]) -> Iterator[tuple[Any, ...]]:
+    """(record, index, event or None, reason or None) in output order, through the Spark decode path's
+    per-partition decoders (which hold Simple rows until their schema arrives)."""
+    from pyticdc.spark.rows import EventRowBuilder
+
+    class Collector(EventRowBuilder):
+        """Keeps the events themselves instead of building DataFrame rows."""
+
+        def add_event(self, record: KafkaRecord, index: int, event: Event) -> None:
+            self.rows.append((record, index, event, None))
+
+        def add_error(self, record: KafkaRecord, reason: str) -> None:
+            self.rows.append((record, 0, None, reason))
+
+    decoder.out = Collector()
+    yield from decoder.decode_rows(records)
+    yield from decoder.finish_rows()
 
 
 def run_decode(args: argparse.Namespace) -> int:
     """Print events; 1 if any record failed to decode, 2 on a usage or configuration error."""
     from pyticdc.capture import BadLine
-    from pyticdc.model import KafkaRecord
-    from pyticdc.spark.rows import RecordDecoder, new_decoder, row_dict
+    from pyticdc.spark.rows import RecordDecoder, new_decoder
 
     bad_lines: list[BadLine] = []
     try:
         if args.limit is not None and args.limit < 1:
             raise ValueError("--limit must be >= 1")
-        source = open_input(args, on_bad_line=bad_lines.append)
+        source = _raw_input(args) or open_input(args, on_bad_line=bad_lines.append)
         protocol, options, records = resolve_codec(args, source.records)
         new_decoder(protocol, options)  # an unknown or invalid option fails now, naming the valid ones
         out: IO[str] = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")
@@ -127,8 +211,8 @@ def run_decode(args: argparse.Namespace) -> int:
 
     def flush_bad_lines() -> None:
         for item in bad_lines:
-            decoder.add_error(KafkaRecord(topic=f"file:{item.path}", partition=-1, offset=item.position,
-                                          value=item.line), f"capture: {item.reason}")
+            decoder.add_error(KafkaRecord(topic=f"file:{item.path}", partition=FILE_PARTITION,
+                                          offset=item.position, value=item.line), f"capture: {item.reason}")
         bad_lines.clear()
 
     def checked() -> Iterator[KafkaRecord]:
@@ -138,17 +222,23 @@ def run_decode(args: argparse.Namespace) -> int:
         flush_bad_lines()
 
     kinds = set(args.kind or KINDS)
+    text = args.format == "text"
     printed = failures = 0
     progress = progress_bar(args, "decode", source.total, shares_terminal=args.output is None and out.isatty())
     try:
         with progress:
-            for row in _chain(decoder.decode_rows(counted(checked(), progress.update)), decoder):
-                event = row_dict(row)
-                failures += event["kind"] == "error"
-                if event["kind"] not in kinds:
+            for record, index, event, reason in _event_stream(decoder, counted(checked(), progress.update)):
+                if event is not None:
+                    try:
+                        obj = event_to_json(event, source_protocol=protocol, record=record, index=index)
+                    except TypeError as exc:  # a decoder handed over a value outside the model
+                        obj = error_to_json(record, f"{protocol}: {exc}", source_protocol=protocol)
+                else:
+                    obj = error_to_json(record, reason, source_protocol=protocol)
+                failures += obj["kind"] == "error"
+                if obj["kind"] not in kinds:
                     continue
-                out.write((format_text(event) if args.output_format == "text" else orjson.dumps(event).decode())
-                          + "\n")
+                out.write((event_to_text(obj) if text else dumps(obj).decode()) + "\n")
                 printed += 1
                 if args.limit is not None and printed >= args.limit:
                     break
@@ -163,8 +253,3 @@ def run_decode(args: argparse.Namespace) -> int:
     if failures:
         return report(args, f"{failures} records failed to decode", FAILURE)
     return 0
-
-
-def _chain(rows: Iterator[tuple[Any, ...]], decoder: Any) -> Iterator[tuple[Any, ...]]:
-    yield from rows
-    yield from decoder.finish_rows()

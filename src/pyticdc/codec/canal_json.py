@@ -11,8 +11,9 @@ marshals (goccy/go-json, i.e. encoding/json escaping) with ``data`` before ``old
 
 Decoder notes (where the wire loses information):
 
-* ``commit_ts`` is exact only with ``enable-tidb-extension`` (``_tidb.commitTs``); otherwise it is
-  ``es << 18``, i.e. the commit TSO with its 18 logical bits cleared.
+* ``commit_ts`` is exact only with ``enable-tidb-extension`` (``_tidb.commitTs``, or the 2021 dev
+  build's ``commit-ts``), which then always wins over ``es``; otherwise it is ``es << 18``, i.e. the
+  commit TSO with its 18 logical bits cleared (for Alibaba Canal: the binlog time, TSO-shaped).
 * DDL messages carry Canal's event type, not TiDB's ActionType; ``ddl_type`` is a plausible
   ActionType recovered from the Canal type and the query (see ``ddl_action_type``).
 * The decoded ``table_info`` is rebuilt from ``mysqlType``/``pkNames`` and holds only the columns
@@ -25,7 +26,14 @@ Decoder notes (where the wire loses information):
 * Integer and float columns also accept JSON numbers and exponent forms (``"1e3"``) where TiCDC's
   decoder would refuse them; anything else that is not Go ``strconv`` syntax is a DecodeError.
 * FLOAT text is parsed as a double, then rounded to float32 (Go parses straight to float32); the
-  two agree on every text TiCDC writes (shortest float32 digits).
+  two agree on every text TiCDC writes: shortest float32 digits, and before tiflow #8502 the
+  float64 digits of the widened value (``"1.2339999675750732"``), which is that float32 exactly.
+* Other producers (docs/protocols/canal-json.md, "Tolerances"): either field order, ``INIT`` rows
+  (inserts), MySQL type aliases and upper case in ``mysqlType`` (``INTEGER``, ``BOOLEAN``,
+  ``DOUBLE PRECISION``, ``POINT``…), typed JSON numbers/booleans in numeric columns, DDL queries
+  behind SQL comments. A message that is not TiCDC's (no ``_tidb`` and ``id`` absent or non-zero)
+  and whose values do not fit its ``mysqlType`` is re-typed column by column
+  (``Decoder._foreign_images``); TiCDC's own messages stay strict.
 * Large messages (§8): ``_tidb.onlyHandleKey`` rows come back ``handle_key_only``; a
   ``claimCheckLocation`` is resolved through the decoder's ``claim_check`` store when it has one
   (else the handle-key row is returned with ``claim_check_location`` set).
@@ -255,6 +263,11 @@ _ALTER_ACTIONS: Final = tuple((re.compile(p), a) for p, a in (
 ))
 
 
+# SQL comments before the statement: Alibaba Canal passes the statement text through, and Aliyun
+# DMS prefixes "/* Query from DMS-WEBSQL-… */" (Paimon's canal fixtures).
+_LEADING_COMMENTS: Final = re.compile(r"\A(?:\s|/\*(?!!).*?\*/|(?:--|#)[^\n]*(?:\n|\Z))*", re.S)
+
+
 def ddl_action_type(canal_type: str, query: str) -> int:
     """A plausible TiDB ActionType for a Canal DDL type and its query (the wire has no ActionType).
 
@@ -263,10 +276,14 @@ def ddl_action_type(canal_type: str, query: str) -> int:
     column, partitions, …; ModifyColumn if none matches); QUERY recognises create/drop schema like
     TiCDC's getDDLActionType and is ActionNone otherwise.
     """
+    text = " ".join(_LEADING_COMMENTS.sub("", query).lower().split())
+    if canal_type == "CREATE" and text.startswith(("create database", "create schema")):
+        return int(ActionType.CREATE_SCHEMA)  # the Canal type alone would say CreateTable
+    if canal_type == "ERASE" and text.startswith(("drop database", "drop schema")):
+        return int(ActionType.DROP_SCHEMA)
     action = _CANAL_ACTIONS.get(canal_type)
     if action is not None:
         return int(action)
-    text = " ".join(query.lower().split())
     if canal_type == "ALTER":
         for pattern, alter_action in _ALTER_ACTIONS:
             if pattern.search(text):
@@ -705,18 +722,35 @@ _STR_TO_TYPE: Final[dict[str, int]] = {
     "vector": 225,
 }
 _BASIC_TYPE: Final = re.compile(r"[^( ]*")
+# Alibaba Canal copies the column type from the DDL text (``INTEGER``, ``BOOLEAN``, ``SERIAL``,
+# ``DOUBLE PRECISION``, ``NUMERIC(8,3)``, ``POINT``…, Paimon's canal fixtures): MySQL's aliases,
+# mapped to the type MySQL stores. TiCDC writes only the canonical names above.
+_TYPE_SYNONYMS: Final[dict[str, str]] = {
+    "integer": "int", "int1": "tinyint", "int2": "smallint", "int3": "mediumint", "middleint": "mediumint",
+    "int4": "int", "int8": "bigint", "bool": "tinyint", "boolean": "tinyint", "serial": "bigint",
+    "real": "double", "float4": "float", "float8": "double", "numeric": "decimal", "fixed": "decimal",
+    "dec": "decimal", "character": "char", "nchar": "char", "nvarchar": "varchar", "point": "geometry",
+    "linestring": "geometry", "polygon": "geometry", "multipoint": "geometry", "multilinestring": "geometry",
+    "multipolygon": "geometry", "geometrycollection": "geometry", "geomcollection": "geometry",
+}
+
+
+def _basic_word(mysql_type_text: str) -> str:
+    """The lower-case type word of a mysqlType (``"varchar(255)"`` → ``varchar``, synonyms resolved)."""
+    basic = _BASIC_TYPE.match(mysql_type_text)
+    word = basic.group(0).lower() if basic else ""
+    return _TYPE_SYNONYMS.get(word, word)
 
 
 def _basic_type_code(mysql_type_text: str) -> int:
-    basic = _BASIC_TYPE.match(mysql_type_text)
-    word = basic.group(0) if basic else ""
-    word = word.replace("blob", "text", 1).replace("binary", "char", 1)
+    word = _basic_word(mysql_type_text).replace("blob", "text", 1).replace("binary", "char", 1)
     return _STR_TO_TYPE.get(word, 0)
 
 
 def _is_binary_type(mysql_type_text: str) -> bool:
-    # utils.IsBinaryMySQLType.
-    return "blob" in mysql_type_text or "binary" in mysql_type_text
+    # utils.IsBinaryMySQLType. Spatial types (Alibaba Canal only; TiDB has none) carry WKB bytes,
+    # which Canal writes as ISO-8859-1 text like BLOBs.
+    return "blob" in mysql_type_text or "binary" in mysql_type_text or _basic_word(mysql_type_text) == "geometry"
 
 
 def _value_kind(mysql_type_text: str) -> int:
@@ -769,7 +803,7 @@ def _parse_value(kind: int, raw: object, at: str) -> Value:
     if raw is None:
         return None
     if not isinstance(raw, str):
-        raise _error(f"column value must be a string or null, got {type(raw).__name__}", at)
+        return _parse_json_number(kind, raw, at)
     text = raw
     try:
         if kind == _K_STR:
@@ -803,6 +837,33 @@ def _parse_value(kind: int, raw: object, at: str) -> Value:
     raise _error(f"invalid integer value {text!r}", at)
 
 
+def _parse_json_number(kind: int, raw: object, at: str) -> Value:
+    """A typed JSON value (Flink's canal-json encoder writes numbers and booleans, not strings).
+
+    Only numeric columns take them: JSON integers (and booleans, for TINYINT(1)) for integer
+    kinds, any JSON number for FLOAT/DOUBLE, each in the range the string form would allow.
+    """
+    if kind in (_K_INT, _K_UINT, _K_BIGINT) and isinstance(raw, int):
+        number = int(raw)  # bool → 0/1
+        low = 0 if kind == _K_UINT else _INT64_MIN
+        high = _INT64_MAX if kind == _K_INT else _UINT64_MAX
+        if low <= number <= high:
+            return number
+        raise _error(f"integer value {number} is out of range", at)
+    if kind in (_K_F32, _K_F64) and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        try:
+            number_float = float(raw)
+        except OverflowError:
+            raise _error(f"float value {raw} is out of range", at) from None
+        if kind == _K_F64:
+            return number_float
+        rounded = float32_round(number_float)
+        if rounded in (_INF, -_INF):
+            raise _error(f"float value {raw} is out of float32 range", at)
+        return rounded
+    raise _error(f"column value must be a string or null, got {type(raw).__name__}", at)
+
+
 # ---------------------------------------------------------------- schema from the header
 _PARENS: Final = re.compile(r"\(([^)]*)\)")
 _ELEMS: Final = re.compile(r"'((?:[^']|'')*)'")
@@ -817,10 +878,15 @@ def column_from_mysql_type(name: str, mysql_type_text: str, primary_key: bool = 
     code = _basic_type_code(text)
     binary = _is_binary_type(text)
     charset = "binary" if binary or code not in _TEXT_CODES else "utf8mb4"
-    # TiDB gives YEAR and BIT the Unsigned flag, and YEAR also ZeroFill (reference §1.2).
-    unsigned = " unsigned" in text or code in (13, 16)
+    word = _BASIC_TYPE.match(text)
+    alias = word.group(0) if word else ""
+    # TiDB gives YEAR and BIT the Unsigned flag, and YEAR also ZeroFill (reference §1.2);
+    # MySQL's SERIAL is BIGINT UNSIGNED.
+    unsigned = " unsigned" in text or code in (13, 16) or alias == "serial"
     zerofill = " zerofill" in text or code == 13
-    flen = decimal = -1
+    # MySQL's BOOL/BOOLEAN is TINYINT(1).
+    flen = 1 if alias in ("bool", "boolean") else -1
+    decimal = -1
     elems: tuple[str, ...] | None = None
     inner = _PARENS.search(mysql_type_text)
     if code in (247, 248):
@@ -828,7 +894,8 @@ def column_from_mysql_type(name: str, mysql_type_text: str, primary_key: bool = 
                       for e in _ELEMS.findall(inner.group(1))) if inner else ()
     elif inner:
         numbers = [p.strip() for p in inner.group(1).split(",")]
-        if all(p.isascii() and p.isdigit() for p in numbers):
+        # Lengths are small; a longer digit run is not one (and int() would refuse > 4300 digits).
+        if all(p.isascii() and p.isdigit() and len(p) <= 18 for p in numbers):
             if code in (7, 11, 12):
                 decimal = int(numbers[0])
             else:
@@ -871,6 +938,10 @@ class _TiDBExtension(msgspec.Struct):
     watermarkTs: int = 0
     onlyHandleKey: bool = False
     claimCheckLocation: str = ""
+    # A Nov-2021 development build spelled the keys "commit-ts"/"watermark-ts" (real/README §5);
+    # released TiCDC never did, so these are read only when the released key is absent.
+    commit_ts_dev: int = msgspec.field(default=0, name="commit-ts")
+    watermark_ts_dev: int = msgspec.field(default=0, name="watermark-ts")
 
 
 _NULL: Final = msgspec.Raw(b"null")
@@ -879,6 +950,8 @@ _NULL: Final = msgspec.Raw(b"null")
 class _Envelope(msgspec.Struct):
     """The message with the header and images kept raw until the header picks a typed decoder."""
 
+    # TiCDC always writes 0; Alibaba Canal writes its batch id (> 0); Flink's encoder omits it.
+    id: int | None = None
     database: str | None = None
     table: str | None = None
     pkNames: msgspec.Raw = _NULL
@@ -962,7 +1035,12 @@ class _Header:
             self.full = self._decoder(names, kinds)
         except (TypeError, ValueError):
             self.direct = False  # a name msgspec refuses as an attribute: use c0, c1, …
-            self.full = self._decoder(names, kinds)
+            try:
+                self.full = self._decoder(names, kinds)
+            except (TypeError, ValueError):
+                # msgspec refuses some names even as wire names ('\\', '"', control characters):
+                # no typed fast path then, every image takes the general path.
+                self.full = _NO_FAST_PATH
         self.old_partial = False
         self.convert = _converter(self)
 
@@ -973,6 +1051,8 @@ class _Header:
         return msgspec.json.Decoder(list[row_type] | None, strict=False)  # type: ignore[valid-type]
 
 
+# Accepts only null, so any image array fails validation and goes to the general path.
+_NO_FAST_PATH: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder(None)
 _INSERT: Final = Op.INSERT
 _UPDATE: Final = Op.UPDATE
 _DELETE: Final = Op.DELETE
@@ -981,7 +1061,8 @@ _DELETE: Final = Op.DELETE
 _FAST_PATH_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError, UnicodeError, OverflowError,
                             struct.error, KeyError, DecodeError)
 _IMAGES_DECODER: Final = msgspec.json.Decoder(list[dict[str, str | None]] | None)
-_ROW_OPS: Final = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE}
+# INIT: Alibaba Canal's snapshot (initial load) rows, which are inserts (Flink reads them so too).
+_ROW_OPS: Final = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE, "INIT": Op.INSERT}
 _asdict: Final = msgspec.structs.asdict
 _astuple: Final = msgspec.structs.astuple
 def _key_only_delete(row: Mapping[str, Value], pk_names: frozenset[str]) -> bool:
@@ -1038,6 +1119,10 @@ class Decoder(BaseDecoder):
         self._last: dict[tuple[str, str], _Header] = {}
         self._variants: dict[tuple[str, str, bytes], _Header] = {}
         self._semantic: dict[tuple[str, str, frozenset[tuple[str, str]], tuple[str, ...]], _Header] = {}
+        # Non-TiCDC messages re-typed by _foreign_images: the last types per table (for columns
+        # null throughout a message) and one TableInfo per distinct result.
+        self._foreign_last: dict[tuple[str, str], dict[str, str]] = {}
+        self._foreign_tables: dict[tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...]], TableInfo] = {}
         self._compression = self.options.large_message_handle_compression
         self._delete_handle_key_only = self.options.delete_only_output_handle_key_columns
         self._resolving = False
@@ -1076,12 +1161,14 @@ class Decoder(BaseDecoder):
 
     def _decode_envelope(self, envelope: _Envelope) -> list[Event]:
         tidb = envelope.tidb
-        if tidb is not None and tidb.commitTs:
-            commit_ts = tidb.commitTs
+        if tidb is not None and (tidb.commitTs or tidb.commit_ts_dev):
+            # _tidb wins over "es" whenever present: es is not always commitTs >> 18 (real/README §6).
+            commit_ts = tidb.commitTs or tidb.commit_ts_dev
             if commit_ts < 0 or commit_ts > _UINT64_MAX:
                 raise _error(f"commitTs {commit_ts} out of range", "$._tidb.commitTs")
         else:
-            # Without the extension only "es" (commitTs >> 18, milliseconds) is on the wire.
+            # Without the extension only "es" (commitTs >> 18, milliseconds) is on the wire; for
+            # Alibaba Canal es is the binlog event time in ms, so this is a TSO-shaped time too.
             commit_ts = (envelope.es or 0) << 18
             if commit_ts < 0 or commit_ts > _UINT64_MAX:
                 raise _error(f"es {envelope.es} out of range", "$.es")
@@ -1092,9 +1179,10 @@ class Decoder(BaseDecoder):
         if envelope.type == _WATERMARK_TYPE:
             if tidb is None:
                 raise _error("TIDB_WATERMARK message without _tidb", "$")
-            if tidb.watermarkTs < 0 or tidb.watermarkTs > _UINT64_MAX:
+            watermark = tidb.watermarkTs or tidb.watermark_ts_dev
+            if watermark < 0 or watermark > _UINT64_MAX:
                 raise _error("watermarkTs out of range", "$._tidb.watermarkTs")
-            return [Watermark(resolved_ts=tidb.watermarkTs)]
+            return [Watermark(resolved_ts=watermark)]
         if (tidb is not None and tidb.claimCheckLocation and not tidb.onlyHandleKey and self.claim_check is not None
                 and not self._resolving):
             return self._claim_check(tidb.claimCheckLocation)
@@ -1202,18 +1290,11 @@ class Decoder(BaseDecoder):
         return images
 
     def _images_slow(self, header: _Header, raw: msgspec.Raw, path: str) -> list[Row] | None:
-        try:
-            images = orjson.loads(bytes(raw))
-        except orjson.JSONDecodeError as exc:
-            raise _error(f"malformed JSON: {exc}", path) from None
+        images = _json_images(raw, path)
         if images is None:
             return None
-        if not isinstance(images, list):
-            raise _error("expected an array of row objects", path)
         rows = []
         for i, image in enumerate(images):
-            if not isinstance(image, dict):
-                raise _error("expected a row object", f"{path}[{i}]")
             row: dict[str, Value] = {}
             for name, raw_value in image.items():
                 at = f"{path}[{i}].{name}"
@@ -1234,6 +1315,8 @@ class Decoder(BaseDecoder):
         header = self._last.get((schema, table))
         if header is None or header.mysql_raw != envelope.mysqlType or header.pk_raw != envelope.pkNames:
             header = self._header(envelope, schema, table)
+        table_info = header.table_info
+        pk_set = header.pk_set
         # Fast path: typed decode of the images; anything unexpected takes the general path.
         # (No comprehensions here: in CPython 3.11 each one is a function call.)
         data: list[Row] | None = None
@@ -1256,9 +1339,15 @@ class Decoder(BaseDecoder):
                             full_old.append(header.convert(item))
                         old = full_old
         except _FAST_PATH_ERRORS:
-            data = self._images(header, envelope.data, "$.data", False)
-            if op is _UPDATE:
-                old = self._old_images(header, envelope.old)
+            try:
+                data = self._images(header, envelope.data, "$.data", False)
+                if op is _UPDATE:
+                    old = self._old_images(header, envelope.old)
+            except DecodeError:
+                # TiCDC (id 0 or _tidb) stays strict; other producers get their types re-derived.
+                if envelope.tidb is not None or envelope.id == 0:
+                    raise
+                table_info, pk_set, data, old = self._foreign_images(envelope, schema, table, op)
         if not data:
             raise _error(f"{kind} message without data", "$.data")
         tidb = envelope.tidb
@@ -1267,7 +1356,6 @@ class Decoder(BaseDecoder):
         if tidb is not None:
             handle_key_only = tidb.onlyHandleKey or bool(tidb.claimCheckLocation)
             location = tidb.claimCheckLocation or None
-        table_info = header.table_info
         changes: list[Event] = []
         if op is _INSERT:
             for row in data:
@@ -1277,7 +1365,6 @@ class Decoder(BaseDecoder):
             return changes
         if op is _DELETE:
             handle_key_only = handle_key_only or self._delete_handle_key_only
-            pk_set = header.pk_set
             for row in data:
                 changes.append(RowChange(op=op, schema=schema, table=table, commit_ts=commit_ts, pre_columns=row,
                                          table_info=table_info,
@@ -1302,6 +1389,60 @@ class Decoder(BaseDecoder):
                                      claim_check_location=location))
         return changes
 
+    def _foreign_images(self, envelope: _Envelope, schema: str, table: str, op: Op
+                        ) -> tuple[TableInfo, frozenset[str], list[Row] | None, list[Row] | None]:
+        """Table info and images of a non-TiCDC message whose values do not all fit its header.
+
+        Alibaba Canal, Flink and Paimon messages may lack ``mysqlType`` (Flink's encoder), carry
+        columns it does not list (Flink's canal-data-with-init.txt) or values it contradicts (a
+        hand-edited ``"A101"`` under ``int(11)``). Each column keeps its declared type when every
+        value of the message parses under it; otherwise it is typed by its JSON values
+        (``_json_column_type``). TiCDC's own messages never come here: they stay strict.
+        """
+        data = _json_images(envelope.data, "$.data")
+        old = _json_images(envelope.old, "$.old") if op is _UPDATE else None
+        try:
+            declared = _MYSQL_TYPES_DECODER.decode(envelope.mysqlType) or {}
+            sql_types = _SQL_TYPES_DECODER.decode(envelope.sqlType) or {}
+            pk_names = _PK_NAMES_DECODER.decode(envelope.pkNames) or []
+        except _MSGSPEC_ERRORS as exc:
+            raise _msgspec_error(exc, "$") from None
+        # Column order: sqlType (table order), then mysqlType, then as the images name them.
+        order = [n for n in sql_types if n in declared]
+        order += [n for n in declared if n not in sql_types]
+        known = set(order)
+        located = [(f"$.data[{i}]", image) for i, image in enumerate(data or ())]
+        located += [(f"$.old[{i}]", image) for i, image in enumerate(old or ())]
+        for _, image in located:
+            for name in image:
+                if name not in known:
+                    known.add(name)
+                    order.append(name)
+        previous = self._foreign_last.get((schema, table), {})
+        types: dict[str, str] = {}
+        for name in order:
+            values = [(f"{at}.{name}", image[name]) for at, image in located if name in image]
+            declared_type = declared.get(name)
+            if declared_type is not None and (_fits(_value_kind(declared_type), values)
+                                              or _enum_set_values(name, declared_type, values, located)):
+                types[name] = declared_type
+            else:
+                types[name] = _json_column_type(name, values, previous.get(name))
+        if len(self._foreign_last) > 4096:
+            self._foreign_last.clear()
+        self._foreign_last[(schema, table)] = types
+        key = (schema, table, tuple(types.items()), tuple(pk_names))
+        table_info = self._foreign_tables.get(key)
+        if table_info is None:
+            table_info = _table_info_from_header(schema, table, order, types, pk_names,
+                                                 self.options.content_compatible)
+            if len(self._foreign_tables) > 1024:
+                self._foreign_tables.clear()
+            self._foreign_tables[key] = table_info
+        kinds = {name: _value_kind(text) for name, text in types.items()}
+        return (table_info, frozenset(table_info.primary_key_columns), _typed_rows(data, kinds, "$.data"),
+                _typed_rows(old, kinds, "$.old"))
+
     def _old_images(self, header: _Header, raw: msgspec.Raw) -> list[Row] | None:
         if not header.old_partial:
             try:
@@ -1316,6 +1457,124 @@ class Decoder(BaseDecoder):
                 except (UnicodeEncodeError, OverflowError, struct.error):
                     return self._images_slow(header, raw, "$.old")
         return self._images(header, raw, "$.old", True)
+
+
+# =========================================================================== other producers
+def _json_images(raw: msgspec.Raw, path: str) -> list[dict[str, Any]] | None:
+    """``data``/``old`` as parsed JSON: null or an array of objects (else DecodeError at ``path``)."""
+    try:
+        images = orjson.loads(bytes(raw))
+    except orjson.JSONDecodeError as exc:
+        raise _error(f"malformed JSON: {exc}", path) from None
+    if images is None:
+        return None
+    if not isinstance(images, list):
+        raise _error("expected an array of row objects", path)
+    for i, image in enumerate(images):
+        if not isinstance(image, dict):
+            raise _error("expected a row object", f"{path}[{i}]")
+    return images
+
+
+def _fits(kind: int, values: list[tuple[str, Any]]) -> bool:
+    """Whether every value parses under a declared mysqlType's kind (objects and arrays never do)."""
+    for at, value in values:
+        if isinstance(value, (dict, list)):
+            return False
+        try:
+            _parse_value(kind, value, at)
+        except DecodeError:
+            return False
+    return True
+
+
+def _enum_set_values(name: str, mysql_type_text: str, values: list[tuple[str, Any]],
+                     located: list[tuple[str, dict[str, Any]]]) -> bool:
+    """ENUM/SET values written as element text (``"b"``, ``"a,c"``) instead of index/bitmask.
+
+    Alibaba Canal writes the text when it knows the elements; TiCDC always writes the number. When
+    the declared type lists the elements (``enum('a','b')``) and every value names elements, the
+    images are rewritten in place to the index (1-based) or bitmask, and True is returned.
+    """
+    elems = column_from_mysql_type(name, mysql_type_text).elems
+    if not elems:
+        return False
+    is_set = _basic_type_code(mysql_type_text) == 248
+    positions = {elem: i for i, elem in enumerate(elems)}
+    numbers: list[int] = []
+    for _, value in values:
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return False
+        if not is_set and value == "":
+            numbers.append(0)  # MySQL's invalid ENUM value '' has index 0
+            continue
+        names = (value.split(",") if value else []) if is_set else [value]
+        if not all(n in positions for n in names):
+            return False
+        numbers.append(sum(1 << positions[n] for n in names) if is_set else positions[value] + 1)
+    found = iter(numbers)
+    for _, image in located:
+        if name in image and image[name] is not None:
+            image[name] = str(next(found))
+    return True
+
+
+def _json_column_type(name: str, values: list[tuple[str, Any]], previous: str | None) -> str:
+    """The mysqlType a column without a usable one gets from its JSON values.
+
+    Strings → ``varchar`` (bytes, like Canal's text columns); integers → ``bigint`` (``bigint
+    unsigned`` above int64); numbers with a fraction → ``double``; booleans → ``tinyint(1)``;
+    objects/arrays (with strings) → ``json`` (the compact JSON text). A column that is null
+    throughout keeps the table's previous type for it, else ``varchar``. Mixing other JSON kinds
+    in one column is a DecodeError.
+    """
+    seen: set[str] = set()
+    big = False
+    for at, value in values:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            seen.add("bool")
+        elif isinstance(value, int):
+            seen.add("int")
+            big = big or value > _INT64_MAX
+        elif isinstance(value, float):
+            seen.add("float")
+        elif isinstance(value, str):
+            seen.add("str")
+        else:
+            seen.add("json")
+        if len(seen) > 1 and not (seen <= {"int", "float"} or seen <= {"json", "str"}):
+            raise _error(f"column {name!r} mixes JSON {' and '.join(sorted(seen))} values and has no usable "
+                         "mysqlType", at)
+    if not seen:
+        return previous or "varchar"
+    if seen == {"bool"}:
+        return "tinyint(1)"
+    if seen == {"int"}:
+        return "bigint unsigned" if big else "bigint"
+    if seen <= {"int", "float"}:
+        return "double"
+    if seen == {"str"}:
+        return "varchar"
+    return "json"
+
+
+def _typed_rows(images: list[dict[str, Any]] | None, kinds: Mapping[str, int], path: str) -> list[Row] | None:
+    """Images converted by their columns' kinds (objects/arrays of json columns → compact JSON text)."""
+    if images is None:
+        return None
+    rows = []
+    for i, image in enumerate(images):
+        row: dict[str, Value] = {}
+        for name, value in image.items():
+            if isinstance(value, (dict, list)):
+                value = orjson.dumps(value).decode()
+            row[name] = _parse_value(kinds[name], value, f"{path}[{i}].{name}")
+        rows.append(Row(row))
+    return rows
 
 
 # =========================================================================== module API

@@ -7,6 +7,11 @@ docs-cn layout and the Go code (``pkg/sink/codec/craft``); the English doc's lay
 Decoding is stricter than the Go decoder where Go would panic or silently misread: every
 section must be consumed exactly, every count must fit the bytes that remain, and every
 varint must end within 10 bytes. Bad bytes raise only ``DecodeError("craft", reason, offset)``.
+
+What real encoders wrote is accepted as is (docs/protocols/craft.md, "Tolerances"): commit ts
+values are never range-checked (TiBigData's 2021 files carry Unix nanoseconds, not TSOs), the
+term dictionary may share one term between schema, table and column names, a column may be
+named ``null``, and schema/table id -1 reads as the empty name.
 """
 
 from __future__ import annotations
@@ -650,6 +655,7 @@ class _Wire(NamedTuple):
 
 def _nullable_terms(ids: list[int], terms: list[str], at: int) -> list[str | None]:
     # Header schema/table ids: -1 is null (§3.2), anything else must be in the dictionary.
+    # Ids may repeat: the encoder deduplicates terms, so schema "test" and table "test" are one id.
     out: list[str | None] = []
     for term_id in ids:
         if 0 <= term_id < len(terms):

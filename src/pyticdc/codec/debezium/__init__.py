@@ -1,7 +1,8 @@
 """TiCDC's Debezium protocol (``protocol=debezium``): Debezium-2.4-MySQL-shaped JSON key and value.
 
 Encoding follows TiCDC byte for byte (ticdc-reference.md §5); decoding reads TiCDC's output and
-the Debezium MySQL connector's. ``Encoder.project`` returns exactly what a round trip gives back;
+every real Debezium-JSON producer's (MySQL connector, Flink, Flink CDC; the tolerances are listed
+in docs/protocols/debezium.md). ``Encoder.project`` returns exactly what a round trip gives back;
 the format is lossy, and these are the losses (with the schema part; value table in ``_decoder``):
 
 - NULL in a column with a default comes back as the default (TiCDC writes the default, §5.2).
@@ -16,7 +17,8 @@ the format is lossy, and these are the losses (with the schema part; value table
   base64 text comes back. FLOAT(M,D) is a ``double``: its float32 digits as a float64.
 - Types are only as precise as the schema: TINYINT/SMALLINT → SMALLINT, MEDIUMINT/INT → INT,
   fsp/flen/defaults/comments are not carried; without a schema (``debezium-disable-schema``) only
-  JSON types remain (integer → BIGINT, number → DOUBLE, string → VARCHAR bytes, bool → BIT(1)).
+  JSON types remain (integer → BIGINT, number → DOUBLE, string → VARCHAR bytes, bool → BIT(1);
+  images that disagree: DOUBLE for integer/number, else JSON text).
 - DDL: ``ddl_type`` is re-derived from the statement text; the table metadata from ``tableChanges``.
 - Watermarks exist only with ``enable-tidb-extension``; unsupported DDL kinds are not sent.
 """
@@ -39,7 +41,7 @@ __all__ = ["OPTIONS", "PROTOCOL", "Decoder", "Encoder", "decode", "encode", "exp
 
 
 class Decoder(BaseDecoder):
-    """Reads TiCDC Debezium messages (and Debezium MySQL connector messages) into events."""
+    """Reads TiCDC Debezium messages (and other producers' Debezium-JSON) into events."""
 
     PROTOCOL: ClassVar[str] = PROTOCOL
     OPTIONS: ClassVar[frozenset[str]] = OPTIONS
@@ -58,12 +60,12 @@ class Decoder(BaseDecoder):
         return decompress(self.options.large_message_handle_compression, bytes(data), PROTOCOL)
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
-        """Events of one Kafka message; a tombstone (no value) carries none."""
+        """Events of one Kafka message; a tombstone (null or empty value, JSON ``null``) carries none."""
         if value is None:
             return []
         raw = self._bytes(value, "value")
         if not raw:
-            raise DecodeError(PROTOCOL, "empty message value", 0)
+            return []  # Kafka Connect writes a deleted row's tombstone as a null value; some tools as b""
         key_doc = load_json(self._bytes(key, "key"), "key") if key else None
         return decode_document(load_json(raw, "$"), key_doc, self.zone, self._schemas)
 
@@ -80,6 +82,6 @@ def decode(value: bytes | None, key: bytes | None = None, **options: Any) -> lis
 
 def explain(value: bytes | None, key: bytes | None = None) -> dict[str, Any]:
     """The wire structure of one message: kind, op, table, columns with their schema and values."""
-    if value is None:
+    if not value:
         return {"protocol": PROTOCOL, "kind": "tombstone", "key": load_json(key, "key") if key else None}
     return explain_document(load_json(bytes(value), "$"), load_json(bytes(key), "key") if key else None)
