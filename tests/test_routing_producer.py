@@ -200,13 +200,20 @@ def test_batching_groups_by_topic_partition_and_key_within_a_window(fake_codec: 
     assert all(r.key is None for r in records)
 
 
-def test_batching_keeps_partition_keys_apart(fake_codec: type[FakeEncoder]) -> None:
-    # Same partition, different partition keys (table names): separate encoder calls, as tiflow's
-    # worker.group keys its batches by TopicPartitionKey{topic, partition, partitionKey}.
-    records = route_events([_insert(1, table=_table("test", "t1")), _insert(2, table=_table("test", "t2")),
-                            _insert(3, table=_table("test", "t1"))], "open-protocol", default_topic="cdc",
-                           partitions=1)
-    assert _where(records) == [("cdc", 0, b"i1,i3"), ("cdc", 0, b"i2")]
+def test_batching_groups_rows_per_topic_and_partition(fake_codec: type[FakeEncoder]) -> None:
+    # Reference §1.4: a window's rows are grouped per (topic, partition), whatever their partition key.
+    rows = [_insert(1, table=_table("test", "t1")), _insert(2, table=_table("test", "t2")),
+            _insert(3, table=_table("test", "t1"))]
+    records = route_events(rows, "open-protocol", default_topic="cdc", partitions=1)
+    assert _where(records) == [("cdc", 0, b"i1,i2,i3")]
+
+
+def test_batching_by_partition_key_keeps_keys_apart(fake_codec: type[FakeEncoder]) -> None:
+    # tiflow's newer worker.group keys batches by TopicPartitionKey{topic, partition, partitionKey}.
+    rows = [_insert(1, table=_table("test", "t1")), _insert(2, table=_table("test", "t2")),
+            _insert(3, table=_table("test", "t1"))]
+    router = Router("open-protocol", default_topic="cdc", partitions=1, batch_by_partition_key=True)
+    assert _where(router.route(rows)) == [("cdc", 0, b"i1,i3"), ("cdc", 0, b"i2")]
 
 
 def test_batch_window_is_capped(fake_codec: type[FakeEncoder]) -> None:

@@ -6,11 +6,14 @@ after tiflow ``cdc/sink/dmlsink/mq/{mq_dml_sink.go,worker.go}``, ``cdc/sink/ddls
 ``pkg/sink/codec/encoder_group.go``.
 
 Batching window. TiCDC's worker collects rows for up to 15 ms or 2048 rows, groups them by
-(topic, partition, partition key) and feeds each group to one encoder (Open, Craft). Time does not exist
+(topic, partition) (reference §1.4) and feeds each group to one encoder (Open, Craft). Later tiflow
+workers key the groups by ``TopicPartitionKey`` including the dispatcher's partition key, so rows of
+one partition but different keys go to different messages; ``Router(batch_by_partition_key=True)``
+does that. Time does not exist
 here, so a window is *consecutive rows of the input between non-row events*, cut every 2048 rows: DDLs and
 watermarks are barriers in TiCDC too (all earlier rows are flushed before them). Within a window the groups
 are encoded in order of their first row (TiCDC iterates a Go map, i.e. in random order), so the order of
-rows sharing a partition key is always preserved, and so is the per-partition order of the messages.
+rows in a group is always preserved, and so is the per-partition order of the messages.
 """
 
 from __future__ import annotations
@@ -94,7 +97,9 @@ class Router:
     ``partitions`` is the partition count of every topic, or a mapping topic → count (a topic missing
     from the mapping gets 3, the count TiCDC auto-creates topics with). The Router is stateful across
     ``route`` calls: it remembers the topics it has sent to (watermarks go to all of them) and keeps one
-    encoder per (topic, partition).
+    encoder per (topic, partition). Open and Craft batch the rows of a window per (topic, partition), as
+    reference §1.4 says; ``batch_by_partition_key=True`` batches per (topic, partition, partition key)
+    instead, as tiflow's newer ``worker.group`` does.
     """
 
     def __init__(
@@ -107,8 +112,10 @@ class Router:
         partitions: int | Mapping[str, int] = DEFAULT_PARTITION_NUM,
         clock: Clock | None = None,
         claim_check: ClaimCheckStore | None = None,
+        batch_by_partition_key: bool = False,
     ) -> None:
         self.protocol = canonical_protocol(protocol)
+        self.batch_by_partition_key = batch_by_partition_key
         module = codec_module(self.protocol)  # NotImplementedError now rather than at the first event
         self.options: dict[str, Any] = dict(options or {})
         if not default_topic:
@@ -307,7 +314,7 @@ class Router:
             self._verify(row.table_info)
             partition, partition_key = self.event_router.partition_for_row(row, partition_num)
             self._use_topic(topic)
-            placed.append(((topic, partition, partition_key), row))
+            placed.append(((topic, partition, partition_key if self.batch_by_partition_key else ""), row))
         records: list[KafkaRecord] = []
         if self.protocol in BATCH_PROTOCOLS:
             for start in range(0, len(placed), FLUSH_BATCH_SIZE):
