@@ -472,3 +472,18 @@ def test_deeply_nested_and_odd_json() -> None:
                   b'{"op":"c","after":{"a":1e999}}', b"\xff\xfe", b"", b'"x"', b"{}",
                   b'{"payload":{"op":"u","after":{"a":"\\ud800"}}}', b'{"op":"m","source":{}}'):
         _decode_or_decode_error(value)
+
+
+@given(st.integers(min_value=-62135596800 * 10**6 - 10**9, max_value=253402300800 * 10**6 + 10**9),
+       st.integers(min_value=0, max_value=6))
+def test_datetime_fast_path_matches_the_calendar_arithmetic(micros: int, digits: int) -> None:
+    # _wall_from_us formats years 1-9999 with datetime; the civil-calendar arithmetic is the reference.
+    from pyticdc.codec.debezium._common import format_wall, wall_from_epoch_us
+    from pyticdc.codec.debezium._decoder import _wall_from_us
+
+    wall = wall_from_epoch_us(micros)
+    if 0 <= wall.year <= 9999:
+        assert _wall_from_us(micros, digits, "$") == format_wall(wall, digits)
+    else:
+        with pytest.raises(DecodeError):
+            _wall_from_us(micros, digits, "$")

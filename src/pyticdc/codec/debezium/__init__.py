@@ -26,12 +26,22 @@ the format is lossy, and these are the losses (with the schema part; value table
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
+
+import msgspec
+import orjson
 
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore, Message
 from pyticdc.codec.compression import decompress
 from pyticdc.codec.debezium._common import PROTOCOL
-from pyticdc.codec.debezium._decoder import SchemaCache, decode_document, explain_document, load_json
+from pyticdc.codec.debezium._decoder import (
+    SchemaCache,
+    decode_document,
+    decode_payload,
+    explain_document,
+    key_names,
+    load_json,
+)
 from pyticdc.codec.debezium._encoder import OPTIONS, Encoder
 from pyticdc.codec.options import CodecOptions
 from pyticdc.codec.timezone import load_zone
@@ -53,6 +63,7 @@ class Decoder(BaseDecoder):
         super().__init__(options, claim_check=claim_check, **kwargs)
         self.zone = load_zone(self.options.time_zone)
         self._schemas: SchemaCache = {}
+        self._schema_docs: dict[bytes, Any] = {}
 
     def _bytes(self, data: bytes, what: str) -> bytes:
         if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -66,8 +77,72 @@ class Decoder(BaseDecoder):
         raw = self._bytes(value, "value")
         if not raw:
             return []  # Kafka Connect writes a deleted row's tombstone as a null value; some tools as b""
+        wrapped = _split_wrapper(raw)
+        if wrapped is not None:
+            # {payload, schema} (JsonConverter with schemas, TiCDC's default): the schema is most of the
+            # bytes and repeats per table version, so it is parsed once per distinct text.
+            payload = orjson_or_none(memoryview(wrapped.payload))
+            if isinstance(payload, dict):
+                schema_raw = bytes(wrapped.schema)
+                schema = self._schema_doc(schema_raw)
+                if schema is not _NOT_AN_OBJECT:
+                    key_names = self._key_names(key)
+                    return decode_payload(payload, schema, "$.payload", key_names, self.zone, self._schemas,
+                                          schema_raw if schema is not None else None)
         key_doc = load_json(self._bytes(key, "key"), "key") if key else None
         return decode_document(load_json(raw, "$"), key_doc, self.zone, self._schemas)
+
+    def _schema_doc(self, schema_raw: bytes) -> Any:
+        """The parsed schema of a wrapper (None for ``null``); _NOT_AN_OBJECT for anything but an object."""
+        if schema_raw == b"null":
+            return None
+        doc = self._schema_docs.get(schema_raw)
+        if doc is None:
+            parsed = orjson_or_none(schema_raw)
+            doc = parsed if isinstance(parsed, dict) else _NOT_AN_OBJECT
+            if len(self._schema_docs) >= 256:
+                self._schema_docs.clear()
+            self._schema_docs[schema_raw] = doc
+        return doc
+
+    def _key_names(self, key: bytes | None) -> set[str]:
+        """The column names of a Kafka key (wrapped or not); empty if there is none or it is not an object."""
+        if not key:
+            return set()
+        data = self._bytes(key, "key")
+        wrapped = _split_wrapper(data)
+        if wrapped is not None:
+            payload = orjson_or_none(memoryview(wrapped.payload))
+            if isinstance(payload, dict):
+                return set(payload)
+        return key_names(load_json(data, "key"))
+
+
+class _Wrapper(msgspec.Struct, forbid_unknown_fields=True):
+    """JsonConverter's ``{schema, payload}`` wrapper, both left as raw JSON."""
+
+    payload: msgspec.Raw
+    schema: msgspec.Raw = msgspec.Raw(b"null")  # msgspec has no Raw | None: "no schema" reads as null
+
+
+_WRAPPER: Final = msgspec.json.Decoder(_Wrapper)
+_NOT_AN_OBJECT: Final = object()
+
+
+def _split_wrapper(data: bytes) -> _Wrapper | None:
+    """The wrapper's raw parts when ``data`` is exactly ``{payload, schema}`` (or ``{payload}``), else None."""
+    try:
+        return _WRAPPER.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None  # not a wrapper, or not JSON: the general path says which
+
+
+def orjson_or_none(data: Any) -> Any:
+    """``orjson.loads`` or None when it cannot (the general path then reads the message and its errors)."""
+    try:
+        return orjson.loads(data)
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
 
 
 def encode(events: Iterable[Event], **options: Any) -> list[Message]:

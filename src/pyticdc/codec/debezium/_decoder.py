@@ -50,6 +50,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
@@ -89,11 +90,13 @@ __all__ = [
     "decimal_from_unscaled",
     "decimal_text",
     "decode_document",
+    "decode_payload",
     "decode_truncate",
     "decode_unwrapped",
     "explain_document",
     "infer_column",
     "is_unwrapped_row",
+    "key_names",
     "load_json",
     "not_a_change_event",
     "pad_scale",
@@ -179,7 +182,16 @@ def _b64(value: Any, at: str) -> bytes:
         raise fail("invalid base64", at) from None
 
 
+_EPOCH: Final = datetime(1970, 1, 1)
+#: 1970-01-01 + this many µs is 0001-01-01 00:00:00, the first instant Python's datetime holds.
+_FIRST_DATETIME_US: Final = -62135596800 * 1_000_000
+
+
 def _wall_from_us(micros: int, digits: int, at: str) -> str:
+    if _FIRST_DATETIME_US <= micros < 253402300800 * 1_000_000:
+        # Years 1-9999: datetime's C code does the calendar and the text (4-digit padded years).
+        text = (_EPOCH + timedelta(microseconds=micros)).isoformat(" ", "microseconds")
+        return text[:19] if digits <= 0 else text[:20 + digits]
     if not -(10**19) < micros < 10**19:
         raise fail("timestamp out of range", at)
     wall = wall_from_epoch_us(micros)
@@ -190,7 +202,7 @@ def _wall_from_us(micros: int, digits: int, at: str) -> str:
 
 def _int_converter(unsigned: bool) -> Converter:
     def convert(value: Any, at: str) -> Value:
-        v = _int(value, at)
+        v = value if type(value) is int else _int(value, at)
         # TiCDC writes BIGINT UNSIGNED as int64 (max → -1, ≥2^63 wrapped); tidb_type undoes it.
         if unsigned and v < 0:
             v += _U64
@@ -202,11 +214,11 @@ def _int_converter(unsigned: bool) -> Converter:
 
 
 def _float32(value: Any, at: str) -> Value:
-    return float32_round(_number(value, at))
+    return float32_round(value if type(value) is float else _number(value, at))
 
 
 def _float64(value: Any, at: str) -> Value:
-    return _number(value, at)
+    return value if type(value) is float else _number(value, at)
 
 
 def _decimal_from_float(value: Any, at: str) -> Value:
@@ -310,6 +322,11 @@ def _set_converter(elems: tuple[str, ...]) -> Converter:
 
 
 def _text(value: Any, at: str) -> Value:
+    if type(value) is str:
+        try:
+            return value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            pass
     return to_bytes(_str(value, at))
 
 
@@ -686,7 +703,8 @@ def split_envelope(doc: Any, at: str) -> tuple[dict[str, Any] | None, dict[str, 
     return doc, None, at
 
 
-def _key_names(key_doc: Any) -> set[str]:
+def key_names(key_doc: Any) -> set[str]:
+    """The column names of a parsed Kafka key (wrapped or not); empty if it is not an object."""
     if not isinstance(key_doc, dict):
         return set()
     payload = key_doc.get("payload") if "payload" in key_doc and set(key_doc) <= {"payload", "schema"} \
@@ -803,12 +821,21 @@ def stale_schema() -> _Schema:
     return _NO_SCHEMA
 
 
+_ROW_OPS: Final = {"c": Op.INSERT, "r": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}
+#: TableInfo per (schema digest, db, table): immutable, so shared by every decoder.
+_TABLE_INFOS: dict[tuple[Any, str, str], TableInfo] = {}
+
+
 def _decode_row(op_text: str, payload: dict[str, Any], schema: dict[str, Any] | None, at: str,
                 key_names: set[str], zone: ZoneInfo, source: dict[str, Any],
-                cache: SchemaCache | None = None) -> RowChange:
-    op = {"c": Op.INSERT, "r": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}[op_text]
-    before = _obj(payload.get("before"), f"{at}.before", optional=True)
-    after = _obj(payload.get("after"), f"{at}.after", optional=True)
+                cache: SchemaCache | None = None, schema_key: bytes | None = None) -> RowChange:
+    op = _ROW_OPS[op_text]
+    before = payload.get("before")
+    if before is not None and type(before) is not dict:
+        _obj(before, f"{at}.before")  # raises, naming the path
+    after = payload.get("after")
+    if after is not None and type(after) is not dict:
+        _obj(after, f"{at}.after")
     if op is not Op.DELETE and after is None:
         raise fail("missing after image", f"{at}.after")
     if op is Op.DELETE and before is None:
@@ -817,31 +844,64 @@ def _decode_row(op_text: str, payload: dict[str, Any], schema: dict[str, Any] | 
     present: dict[str, None] = {}
     for img in images:
         present.update(dict.fromkeys(img))
-    fields = _row_schema(schema)
-    typed: _Schema = _schema_columns(fields, key_names, present, zone, cache) if fields is not None else _NO_SCHEMA
-    columns = list(typed[0])
+    typed: _Schema | None = None
+    digest: tuple[Any, ...] | None = None
+    if schema_key is not None and cache is not None:
+        # The schema text names the schema: no need to look at its parsed fields on a hit.
+        digest = (schema_key, tuple(sorted(key_names)), tuple(present))
+        typed = cache.get(digest)
+    if typed is None:
+        fields = _row_schema(schema)
+        typed = _schema_columns(fields, key_names, present, zone, cache if digest is None else None) \
+            if fields is not None else _NO_SCHEMA
+        if digest is not None and cache is not None:
+            if len(cache) >= 256:
+                cache.clear()
+            cache[digest] = typed
+    columns: tuple[ColumnInfo, ...] = typed[0]
     converters = typed[1]
-    if any(name not in converters for name in present):
+    inferred = not converters.keys() >= present.keys()
+    if inferred:
         converters = dict(converters)
         for name in present:
             if name not in converters:
                 column, convert = infer_column(name, [img.get(name) for img in images], name in key_names)
-                columns.append(column)
+                columns = (*columns, column)
                 converters[name] = convert
 
     def image(img: dict[str, Any] | None, path: str) -> dict[str, Value] | None:
         if img is None:
             return None
         out: dict[str, Value] = {}
-        for name, raw in img.items():
-            out[name] = None if raw is None else converters[name](raw, f"{path}.{name}")
+        try:
+            for name, raw in img.items():
+                out[name] = None if raw is None else converters[name](raw, "")
+        except DecodeError:
+            # Converters are pure: convert again with the JSON path, which raises with it. (Building
+            # the path of every value up front costs more than the rest of the conversion.)
+            for name, raw in img.items():
+                if raw is not None:
+                    converters[name](raw, f"{path}.{name}")
+            raise
         return out
 
-    db = _opt_str(source.get("db"), f"{at}.source.db")
-    table = _opt_str(source.get("table"), f"{at}.source.table")
+    db = source.get("db")
+    if type(db) is not str:
+        db = _opt_str(db, f"{at}.source.db")
+    table = source.get("table")
+    if type(table) is not str:
+        table = _opt_str(table, f"{at}.source.table")
     post = image(after, f"{at}.after") if op is not Op.DELETE else None
     pre = image(before, f"{at}.before") if op is not Op.INSERT else None
-    info = TableInfo(schema=db, table=table, columns=tuple(columns))
+    info_key = (digest, db, table)
+    info = None if inferred or digest is None or cache is None else _TABLE_INFOS.get(info_key)
+    if info is None:
+        info = TableInfo(schema=db, table=table, columns=tuple(columns))
+        if not inferred and digest is not None and cache is not None:
+            # Rows of one schema share one TableInfo (its column lookups are built once).
+            if len(_TABLE_INFOS) >= 1024:
+                _TABLE_INFOS.clear()
+            _TABLE_INFOS[info_key] = info
     return RowChange(
         op=op, schema=db, table=table, commit_ts=_commit_ts(source, f"{at}.source", False),
         columns=make_row(post), pre_columns=make_row(pre), table_info=info,
@@ -946,13 +1006,23 @@ def decode_document(doc: Any, key_doc: Any, zone: ZoneInfo, cache: SchemaCache |
     payload, schema, at = split_envelope(doc, "$")
     if payload is None:
         return []
+    return decode_payload(payload, schema, at, key_names(key_doc), zone, cache)
+
+
+def decode_payload(payload: dict[str, Any], schema: dict[str, Any] | None, at: str, key_names: set[str],
+                   zone: ZoneInfo, cache: SchemaCache | None = None, schema_key: bytes | None = None) -> list[Event]:
+    """Events of one envelope (``payload`` at JSON path ``at``) with its schema, if any.
+
+    ``schema_key`` is the schema's JSON text when the caller has it: it then identifies the schema in
+    ``cache`` instead of a digest of the parsed fields (a topic repeats one schema text per table version).
+    """
     source = _obj(payload.get("source"), f"{at}.source", optional=True)
     if source is None:
         source = {}  # Flink's debezium-json encoder writes only before/after/op
     if "op" in payload:
         op = _str(payload.get("op"), f"{at}.op")
         if op == "c" or op == "u" or op == "d" or op == "r":
-            return [_decode_row(op, payload, schema, at, _key_names(key_doc), zone, source, cache)]
+            return [_decode_row(op, payload, schema, at, key_names, zone, source, cache, schema_key)]
         if op == "m":
             return [Watermark(resolved_ts=_commit_ts(source, f"{at}.source", True))]
         if op == "t":
@@ -961,7 +1031,7 @@ def decode_document(doc: Any, key_doc: Any, zone: ZoneInfo, cache: SchemaCache |
     if "ddl" in payload:
         return [_decode_ddl(payload, at, source)]
     if is_unwrapped_row(payload):
-        return [decode_unwrapped(payload, schema, at, _key_names(key_doc), zone, cache)]
+        return [decode_unwrapped(payload, schema, at, key_names, zone, cache)]
     raise not_a_change_event(payload, at)
 
 
