@@ -197,3 +197,125 @@ def test_images_and_metadata() -> None:
     clash = TableInfo(schema="s", table="t", columns=(col("_op", T.LONG),))
     with pytest.raises(ConfigError, match="clash"):
         table_arrow_schema(clash)
+
+
+def _strptime_datetime(text: str) -> dt.datetime | None:
+    # The parser before the fast path: the reference behaviour.
+    head, _, fraction = text.partition(".")
+    try:
+        value = dt.datetime.strptime(head, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+    if fraction:
+        value = value.replace(microsecond=int(fraction[:6].ljust(6, "0")))
+    return value
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2025-01-02 03:04:05", dt.datetime(2025, 1, 2, 3, 4, 5)),
+    ("2025-01-02 03:04:05.1", dt.datetime(2025, 1, 2, 3, 4, 5, 100000)),
+    ("2025-01-02 03:04:05.12", dt.datetime(2025, 1, 2, 3, 4, 5, 120000)),
+    ("2025-01-02 03:04:05.123", dt.datetime(2025, 1, 2, 3, 4, 5, 123000)),
+    ("2025-01-02 03:04:05.1234", dt.datetime(2025, 1, 2, 3, 4, 5, 123400)),
+    ("2025-01-02 03:04:05.12345", dt.datetime(2025, 1, 2, 3, 4, 5, 123450)),
+    ("2025-01-02 03:04:05.123456", dt.datetime(2025, 1, 2, 3, 4, 5, 123456)),
+    ("2025-01-02 03:04:05.000000", dt.datetime(2025, 1, 2, 3, 4, 5)),
+    ("2025-01-02 03:04:05.1234567", dt.datetime(2025, 1, 2, 3, 4, 5, 123456)),  # truncated, not rounded
+    ("0001-01-01 00:00:00", dt.datetime(1, 1, 1)),
+    ("9999-12-31 23:59:59.999999", dt.datetime(9999, 12, 31, 23, 59, 59, 999999)),
+    ("2024-02-29 12:00:00", dt.datetime(2024, 2, 29, 12)),
+    # Zero and invalid datetimes MySQL allows: NULL.
+    ("0000-00-00 00:00:00", None), ("0000-00-00 00:00:00.000000", None), ("2025-00-10 00:00:00", None),
+    ("2025-01-00 00:00:00", None), ("2025-02-30 00:00:00", None), ("2023-02-29 00:00:00", None),
+    ("2025-13-01 00:00:00", None), ("2025-01-01 24:00:00", None), ("2025-01-01 23:60:00", None),
+    ("2025-01-01 23:59:60", None), ("", None), ("not a date", None), ("2025-01-01T00:00:00", None),
+    ("+025-01-01 00:00:00", None), ("2025-01-01 0 :00:00", None), ("2025-01-01 00:00:0_", None),
+    # Looser forms strptime accepts keep being accepted.
+    ("2025-1-2 3:4:5", dt.datetime(2025, 1, 2, 3, 4, 5)),
+    ("2025-01-02  03:04:05.5", dt.datetime(2025, 1, 2, 3, 4, 5, 500000)),
+    ("２０２５-01-02 03:04:05", dt.datetime(2025, 1, 2, 3, 4, 5)),
+])
+def test_parse_datetime(text: str, expected: dt.datetime | None) -> None:
+    from pyticdc.spark.types import _parse_datetime
+
+    assert _parse_datetime(text) == expected
+    assert _strptime_datetime(text) == expected
+
+
+@pytest.mark.parametrize("text", ["2025-01-02 03:04:05.abc", "2025-01-02 03:04:05.1x", "2025-1-2 3:4:5.-1"])
+def test_parse_datetime_bad_fraction_raises(text: str) -> None:
+    from pyticdc.spark.types import _parse_datetime
+
+    with pytest.raises(ValueError):
+        _strptime_datetime(text)
+    with pytest.raises(ValueError):
+        _parse_datetime(text)
+
+
+def _typed_table() -> TableInfo:
+    return TableInfo(schema="s", table="t", columns=(
+        col("id", T.LONGLONG, flags=int(ColumnFlag.PRIMARY_KEY)), col("d", T.DATE),
+        *(col(f"dt{fsp}", T.DATETIME, decimal=fsp) for fsp in range(7)),
+        col("ts", T.TIMESTAMP, decimal=3), col("tm", T.TIME, decimal=6),
+        col("txt", T.VARCHAR, charset="utf8mb4"), col("bin", T.VARCHAR), col("geo", T.GEOMETRY, charset="utf8mb4"),
+        col("n", T.NEWDECIMAL, flen=10, decimal=2), col("f", T.DOUBLE), col("y", T.YEAR),
+    ))
+
+
+def test_typed_arrays_match_the_event_batch_projection() -> None:
+    from pyticdc.replica.changes import net_change
+    from pyticdc.replica.projection import project_changes
+    from pyticdc.spark.types import typed_arrays
+
+    info = _typed_table()
+    images: list[Row] = [
+        Row({"id": 1, "d": "2025-01-02", **{f"dt{f}": "2025-01-02 03:04:05" + ("." + "123456"[:f] if f else "")
+                                           for f in range(7)},
+             "ts": "2025-03-04 05:06:07.891", "tm": "-838:59:59.000000", "txt": "héllo", "bin": b"\xff\x00raw",
+             "geo": b"\x01\x02", "n": "12.50", "f": "1.5", "y": "2025"}),
+        Row({"id": 2, "d": "0000-00-00", **{f"dt{f}": "0000-00-00 00:00:00" for f in range(7)},
+             "ts": "0000-00-00 00:00:00", "tm": "838:59:59", "txt": b"\xffnot utf8", "bin": b"",
+             "geo": None, "n": None, "f": None, "y": None}),
+        Row({"id": 3, "d": None, **{f"dt{f}": None for f in range(7)}, "ts": None, "tm": "-00:00:01.5",
+             "txt": None, "bin": None, "geo": None, "n": "-0.01", "f": "-0", "y": "0"}),
+    ]
+    changes = [RowChange(op=Op.INSERT, schema="s", table="t", commit_ts=100 + i, columns=image, table_info=info)
+               for i, image in enumerate(images)]
+    builder = EventRowBuilder()
+    for index, change in enumerate(changes):
+        builder.add_event(KafkaRecord(topic="t", partition=0, offset=index), 0, change)
+    reference = project_rows(builder.to_batch(), info, time_zone="Asia/Shanghai").to_pylist()
+    assert reference[0]["dt3"] == dt.datetime(2025, 1, 2, 3, 4, 5, 123000)
+    assert reference[0]["ts"] == dt.datetime(2025, 3, 3, 21, 6, 7, 891000, tzinfo=dt.timezone.utc)
+    assert reference[0]["tm"] == -dt.timedelta(hours=838, minutes=59, seconds=59)
+    assert reference[1]["tm"] == dt.timedelta(hours=838, minutes=59, seconds=59)
+    assert reference[2]["tm"] == -dt.timedelta(seconds=1, microseconds=500000)
+    assert reference[0]["bin"] == b"\xff\x00raw" and reference[0]["geo"] == b"\x01\x02"
+    assert reference[1]["txt"] == "\ufffdnot utf8"
+    assert all(reference[1][f"dt{f}"] is None for f in range(7)) and reference[1]["d"] is None
+    assert reference[2]["d"] is None and reference[2]["n"] == Decimal("-0.01")
+    # The direct path (no Arrow map round trip) gives the very same values.
+    texts = [{"id": str(i)} for i in range(3)]
+    direct = typed_arrays(texts, [frozenset()] * 3, info)
+    assert direct["id"].to_pylist() == [0, 1, 2] and direct["dt6"].null_count == 3
+    merged = project_changes(net_change(changes), info, rowid=False, time_zone="Asia/Shanghai").to_pylist()
+    by_id = {row["id"]: row for row in merged}
+    for row in reference:
+        got = by_id[row["id"]]
+        assert got["_commit_ts"] == row["_commit_ts"]
+        for column in info.columns:
+            expected = row[column.name]
+            if isinstance(expected, dt.timedelta):
+                expected = expected // dt.timedelta(microseconds=1)  # TIME is stored as microseconds
+            assert got[column.name] == expected, column.name
+
+
+def test_typed_arrays_report_the_first_bad_value_in_row_order() -> None:
+    from pyticdc.spark.types import typed_arrays
+
+    info = TableInfo(schema="s", table="t", columns=(col("a", T.LONG), col("b", T.LONG)))
+    # Column by column, 'a' would fail first on row 2; row by row, 'b' of row 1 is the first bad value.
+    with pytest.raises(ValueError, match=r"s\.t\.b: cannot read 'x'"):
+        typed_arrays([{"a": "1", "b": "x"}, {"a": "y", "b": "2"}], [frozenset(), frozenset()], info)
+    with pytest.raises(ValueError, match=r"s\.t\.a: values do not fit int32"):
+        typed_arrays([{"a": str(2**40)}], [frozenset()], info)

@@ -68,7 +68,9 @@ class Consumer:
     ``partitions`` maps every subscribed topic to its partition count: the global watermark is the
     minimum resolved ts over all of them. Resume after a crash with ``state=`` the state stored with
     the last applied unit, call :meth:`release`, then feed each partition from :meth:`next_offsets`
-    (earlier offsets are skipped anyway).
+    (earlier offsets are skipped anyway). ``unit_states=False``: units carry no state (``b""``), for a
+    caller that stores :meth:`state` itself once it has applied every unit it was given (the replica
+    pipeline does, per batch); it spares encoding the whole state for each unit.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class Consumer:
         resolve_row: RowResolver | None = None,
         max_unit_rows: int | None = None,
         compact_state: bool = False,
+        unit_states: bool = True,
     ) -> None:
         if decoder is None:
             self.protocol = canonical_protocol(protocol)
@@ -100,6 +103,7 @@ class Consumer:
         if max_unit_rows is not None and max_unit_rows < 1:
             raise ConfigError(f"max_unit_rows must be >= 1, got {max_unit_rows}")
         self._max_unit_rows = max_unit_rows
+        self._unit_states = unit_states
         subscription: list[TopicPartition] = []
         for topic, count in partitions.items():
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -466,4 +470,4 @@ class Consumer:
             self._schemas.prune(consistent_ts)
         self.stats.units += 1
         return ApplyUnit(kind=kind, rows=rows, ddl=ddl, quarantined=quarantined,
-                         consistent_ts=self._released_ts, state=self.state())
+                         consistent_ts=self._released_ts, state=self.state() if self._unit_states else b"")

@@ -28,15 +28,40 @@ _HANDLE_KEY: Final = int(ColumnFlag.HANDLE_KEY)
 _PRIMARY_KEY: Final = int(ColumnFlag.PRIMARY_KEY)
 
 
+#: id(TableInfo) → (the TableInfo, its handle columns). Decoders reuse one TableInfo per table header, so a
+#: row's handle columns are mostly a lookup; the object is kept so its id cannot be reused while cached.
+_HANDLES: dict[int, tuple[TableInfo, tuple[str, ...]]] = {}
+_HANDLES_LIMIT: Final = 4096
+
+
 def handle_columns(table_info: TableInfo | None) -> tuple[str, ...]:
     """The columns a row is identified by: HandleKey-flagged columns, else PrimaryKey-flagged ones."""
     if table_info is None:
         return ()
+    hit = _HANDLES.get(id(table_info))
+    if hit is not None and hit[0] is table_info:
+        return hit[1]
     # Canal-JSON only knows pkNames (PK flags), Open/Craft/Simple carry TiCDC's HandleKey flags.
-    # Plain int masks: decoders build a TableInfo per message, so this runs once per row.
     columns = table_info.columns
-    return (tuple(c.name for c in columns if c.flags & _HANDLE_KEY)
-            or tuple(c.name for c in columns if c.flags & _PRIMARY_KEY))
+    names = (tuple(c.name for c in columns if c.flags & _HANDLE_KEY)
+             or tuple(c.name for c in columns if c.flags & _PRIMARY_KEY))
+    if len(_HANDLES) >= _HANDLES_LIMIT:
+        _HANDLES.clear()
+    _HANDLES[id(table_info)] = (table_info, names)
+    return names
+
+
+def _handle(row: RowChange, image: Row | None, columns: tuple[str, ...]) -> Hashable:
+    if image is None:
+        return None
+    if columns:
+        try:
+            return ("key", tuple([image[name] for name in columns]))
+        except KeyError:
+            pass  # an image without every key column (a partial old image)
+    if row.row_id:
+        return ("rowid", row.row_id)
+    return ("image", tuple(sorted(image.items(), key=_BY_NAME)))
 
 
 def image_handle(row: RowChange, image: Row | None) -> Hashable:
@@ -47,17 +72,13 @@ def image_handle(row: RowChange, image: Row | None) -> Hashable:
     """
     if image is None:
         return None
-    columns = handle_columns(row.table_info)
-    if columns and all(name in image for name in columns):
-        return ("key", tuple(image[name] for name in columns))
-    if row.row_id:
-        return ("rowid", row.row_id)
-    return ("image", tuple(sorted(image.items(), key=_BY_NAME)))
+    return _handle(row, image, handle_columns(row.table_info))
 
 
 def change_identity(row: RowChange) -> ChangeIdentity:
     """What makes two row changes the same change: table, commit ts, operation and both handles."""
+    columns = handle_columns(row.table_info)
     return (
         row.schema, row.table, row.physical_table_id, row.commit_ts, row.op.value,
-        image_handle(row, row.pre_columns), image_handle(row, row.columns),
+        _handle(row, row.pre_columns, columns), _handle(row, row.columns, columns),
     )

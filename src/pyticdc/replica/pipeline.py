@@ -123,7 +123,8 @@ class Replicator:
                        "options": {k: str(v) for k, v in sorted(self.options.items())}}
         self.partitions = dict(partitions)
         self._subscribed = {(topic, p) for topic, count in self.partitions.items() for p in range(count)}
-        self.consumer = Consumer(self.protocol, self.options, partitions=self.partitions, state=progress.state)
+        self.consumer = Consumer(self.protocol, self.options, partitions=self.partitions, state=progress.state,
+                                 unit_states=False)
         # Units a resumed consumer releases at once (its state may already cover a watermark).
         self._units = self.consumer.release()
         self._broken: BaseException | None = None
@@ -155,7 +156,8 @@ class Replicator:
                           "the replica's consistent ts are treated as replays", stacklevel=2)
         self.partitions = merged
         self._subscribed = {(topic, p) for topic, count in merged.items() for p in range(count)}
-        self.consumer = Consumer(self.protocol, self.options, partitions=merged, state=self.consumer.state())
+        self.consumer = Consumer(self.protocol, self.options, partitions=merged, state=self.consumer.state(),
+                                 unit_states=False)
 
     # ------------------------------------------------------------------ batches
     def process(self, records: Iterable[KafkaRecord], *, interleave: bool = True) -> BatchReport:

@@ -95,6 +95,7 @@ __all__ = [
     "event_dicts",
     "parse_table_info",
     "row_dict",
+    "row_images",
     "row_text",
     "table_info_json",
 ]
@@ -255,8 +256,23 @@ def row_text(
     return keys, texts
 
 
-# --------------------------------------------------------------------------- row building
 _Image = tuple[list[str], list["str | None"]]
+
+
+def row_images(event: RowChange) -> tuple[_Image | None, _Image | None, list[str]]:
+    """A row change's post- and pre-image as (keys, canonical texts), and the names either renders as base64.
+
+    Exactly what :class:`EventRowBuilder` puts in ``columns``, ``pre_columns`` and ``base64_columns``.
+    """
+    info = event.table_info
+    binary = _table_text(info).binary if info is not None else _NO_NAMES
+    names: list[str] = []
+    post = None if event.columns is None else row_text(event.columns, binary, names)
+    pre = None if event.pre_columns is None else row_text(event.pre_columns, binary, names)
+    return post, pre, names
+
+
+# --------------------------------------------------------------------------- row building
 
 
 class EventRowBuilder:
