@@ -93,3 +93,12 @@ def test_errors_carry_their_context_and_pickle() -> None:
     assert (clone.protocol, clone.reason, clone.at) == ("craft", "varint too long", 17)
     assert pickle.loads(pickle.dumps(EncodeError("open-protocol", "too large"))).reason == "too large"
     assert issubclass(ConfigError, ValueError)
+
+
+def test_chunked_keeps_every_item_in_order() -> None:
+    from pyticdc.iteration import chunked
+
+    assert list(chunked(range(7), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert list(chunked([], 3)) == []
+    with pytest.raises(ValueError):
+        list(chunked([1], 0))

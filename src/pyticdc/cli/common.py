@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
+from pyticdc.iteration import chunked
 from pyticdc.model import ConfigError, KafkaRecord, PyticdcError
 
 if TYPE_CHECKING:
@@ -459,17 +460,6 @@ def check_output(args: argparse.Namespace) -> str:
     return kind
 
 
-def _chunks(records: Iterable[KafkaRecord], size: int) -> Iterator[list[KafkaRecord]]:
-    chunk: list[KafkaRecord] = []
-    for record in records:
-        chunk.append(record)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def with_offsets(records: Iterable[KafkaRecord]) -> Iterator[KafkaRecord]:
     """Records numbered per partition from 0 as Kafka would (records that have an offset keep it)."""
     import msgspec
@@ -502,7 +492,7 @@ def write_records(
     config = kafka_config(args, args.output_bootstrap_servers)
     created: set[str] = set()
     count = 0
-    for chunk in _chunks(records, _KAFKA_CHUNK):
+    for chunk in chunked(records, _KAFKA_CHUNK):
         for topic in sorted({r.topic for r in chunk} - created):
             kafka.create_topic(config, topic, partition_count(topic) if partition_count else args.partitions)
             created.add(topic)

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from pyticdc.codec import canonical_protocol
+from pyticdc.iteration import chunked
 from pyticdc.model import ConfigError, KafkaRecord
 from pyticdc.replica.applier import Hook
 from pyticdc.replica.pipeline import BatchReport, Replicator
@@ -237,17 +238,6 @@ def _prefetched(items: Iterator[Any], size: int) -> Iterator[Any]:
         stop.set()
 
 
-def _chunks(records: Iterable[KafkaRecord], size: int) -> Iterator[list[KafkaRecord]]:
-    chunk: list[KafkaRecord] = []
-    for record in records:
-        chunk.append(record)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _json(offsets: Mapping[TopicPartition, int]) -> str:
     from pyticdc.kafka import offsets_json
 
@@ -367,7 +357,7 @@ class SparkReplication:
             assert condition is not None
             df = df.where(~condition)
         processed = False
-        for chunk in _chunks(read_records(df, bounded=False), self.batch_records):
+        for chunk in chunked(read_records(df, bounded=False), self.batch_records):
             processed = True
             yield self._process(chunk)
         if not processed:
