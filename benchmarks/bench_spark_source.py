@@ -23,46 +23,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import struct
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bench_codecs import make_rows
 from pyticdc.capture import write_capture
 from pyticdc.codec import built_protocols, make_encoder
-from pyticdc.model import Event, KafkaRecord, Op, Row, RowChange
-from pyticdc.sample import SAMPLE_TABLE
+from pyticdc.model import Event, KafkaRecord
 
 OPTIONS: dict[str, dict[str, str]] = {"canal-json": {"enable-tidb-extension": "true"},
                                       "debezium": {"enable-tidb-extension": "true"}}
-
-
-def make_events(count: int, seed: int = 7) -> list[Event]:
-    """Inserts and updates of the sample table with realistic values (ints, varchar, decimal, datetime, ...)."""
-    rng = random.Random(seed)
-    t = SAMPLE_TABLE
-    events: list[Event] = []
-    base = 462_364_344_320_000_000
-    for i in range(count):
-        image = {
-            "id": i, "customer": f"customer-{rng.randrange(10**6)}".encode(),
-            "amount": str(Decimal(rng.randrange(10**7)) / 100), "quantity": rng.randrange(1000),
-            "rating": struct.unpack("<f", struct.pack("<f", rng.random() * 5))[0],
-            "created_at": f"2025-11-{rng.randrange(1, 29):02d} {rng.randrange(24):02d}:{rng.randrange(60):02d}:00.000",
-            "status": rng.randrange(1, 4), "note": rng.choice([b"", b"gift wrap", "加急".encode()]),
-            "big": rng.randrange(2**64),
-        }
-        update = i % 3 == 2
-        events.append(RowChange(
-            op=Op.UPDATE if update else Op.INSERT, schema=t.schema, table=t.table, commit_ts=base + i,
-            columns=Row(image), pre_columns=Row({**image, "quantity": 0}) if update else None,
-            table_id=t.table_id, physical_table_id=t.table_id, row_id=i, table_info=t))
-    return events
 
 
 def write_protocol_capture(
@@ -148,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = spark_session("pyticdc-bench", "local[2]", {"spark.sql.shuffle.partitions": "2"})
     spark.sparkContext.setLogLevel("ERROR")
-    events = make_events(args.rows)
+    events: list[Event] = list(make_rows(args.rows))  # the rows bench_codecs measures
     extra = built_protocols() if args.protocols == "all" else [p for p in args.protocols.split(",") if p]
     protocols = ["canal-json", *[p for p in extra if p != "canal-json"]]
     results: list[tuple[str, int, float, int]] = []
