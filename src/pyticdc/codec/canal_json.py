@@ -219,7 +219,7 @@ def mysql_type(column: ColumnInfo, content_compatible: bool = False) -> str:
     name = type_to_str(column.type_code, column.charset)
     if column.is_unsigned and name not in ("bit", "year"):
         name += " unsigned"
-    if column.zerofill and not name.startswith(("bit", "year")):
+    if column.zerofill and not name.startswith("year"):  # withZerofill4MySQLType: only year is exempt
         name += " zerofill"
     return name
 
@@ -229,7 +229,8 @@ def mysql_type(column: ColumnInfo, content_compatible: bool = False) -> str:
 _DDL_CANAL_TYPES: Final[dict[int, str]] = {
     3: "CREATE", 14: "RENAME", 47: "RENAME", 7: "CINDEX", 9: "CINDEX", 32: "CINDEX",
     8: "DINDEX", 10: "DINDEX", 33: "DINDEX", 4: "ERASE", 11: "TRUNCATE",
-    **{code: "ALTER" for code in (5, 6, 12, 13, 15, 17, 18, 19, 20, 22, 23, 41, 61, 64, 71, 72, 37, 38)},
+    # AddColumns/DropColumns (37/38, deprecated) and ExchangeTablePartition (42) are not listed: QUERY.
+    **{code: "ALTER" for code in (5, 6, 12, 13, 15, 17, 18, 19, 20, 22, 23, 41, 61, 64, 71, 72)},
 }
 
 
@@ -390,6 +391,8 @@ def _render(value: object, binary: bool, bits: int) -> str:
         return easyjson_quote(data.decode("latin-1")) if binary else _quote_text_bytes(data)
     if kind is float:
         number = cast(float, value)
+        if number != number or number in (_INF, -_INF):
+            return '"0"'  # the mounter replaces NaN and ±Inf by (positive) 0 (§1.1)
         return '"' + (_format_float32(number) if bits == 32 else _format_double(number)) + '"'
     if kind is bool:
         return '"1"' if value else '"0"'
@@ -419,14 +422,22 @@ class _EncColumn:
 class _EncTable:
     """A TableInfo's encoding plan: non-virtual columns in table order, pkNames, names known."""
 
-    __slots__ = ("columns", "known", "pk_json", "pk_names", "table_info")
+    __slots__ = ("columns", "known", "pk_json", "pk_names", "pk_set", "table_info")
 
     def __init__(self, table_info: TableInfo, content_compatible: bool) -> None:
         self.table_info = table_info
         self.columns = tuple(_EncColumn(c, content_compatible) for c in table_info.columns if not c.virtual)
         self.known = frozenset(c.name for c in table_info.columns)
         self.pk_names = [c.name for c in table_info.columns if int(c.flags) & _PRIMARY_KEY_FLAG]
+        self.pk_set = frozenset(self.pk_names)
         self.pk_json = "[" + ",".join(easyjson_quote(n) for n in self.pk_names) + "]"
+
+    def pk_text(self, image: Mapping[str, Value]) -> str:
+        """pkNames of one message: PrimaryKeyColumnNames() walks the sent image (§4.1), so a
+        primary-key column the image lacks is not named."""
+        if self.pk_set <= image.keys():
+            return self.pk_json
+        return "[" + ",".join(easyjson_quote(n) for n in self.pk_names if n in image) + "]"
 
 
 def _values_equal(old: Value, new: Value) -> bool:
@@ -503,7 +514,7 @@ class Encoder(BaseEncoder):
             mysql_types.append(col.mysql_pair)
         parts = [
             '{"id":0,"database":', easyjson_quote(event.schema), ',"table":', easyjson_quote(event.table),
-            ',"pkNames":', plan.pk_json, ',"isDdl":false,"type":"', kind, '","es":', str(event.commit_ts >> 18),
+            ',"pkNames":', plan.pk_text(image), ',"isDdl":false,"type":"', kind, '","es":', str(event.commit_ts >> 18),
             ',"ts":', str(int(self.clock())), ',"sql":"","sqlType":',
             "{" + ",".join(sql_types) + "}" if sql_types else "null",
             ',"mysqlType":{', ",".join(mysql_types), "}",

@@ -510,13 +510,17 @@ def _enc_float(value: Any) -> bytes:
     if not isinstance(value, (int, float)):
         raise TypeError(f"expected float, got {type(value).__name__}")
     # §3.2: FLOAT is a float32 in the row model, widened to float64 on the wire.
-    return _F64.pack(float32_round(float(value)))
+    number = float32_round(float(value))
+    # §1.1: the mounter replaces NaN and ±Inf (also a float32 overflow) by 0 before the codec.
+    return _F64.pack(number if number - number == 0.0 else 0.0)
 
 
 def _enc_double(value: Any) -> bytes:
     if not isinstance(value, (int, float)):
         raise TypeError(f"expected float, got {type(value).__name__}")
-    return _F64.pack(float(value))
+    number = float(value)
+    # §1.1: NaN and ±Inf reach the codec as 0 (x - x is NaN exactly for NaN and ±Inf).
+    return _F64.pack(number if number - number == 0.0 else 0.0)
 
 
 ValueEncoder = Callable[[Any], bytes]

@@ -26,6 +26,7 @@ import binascii
 import math
 import re
 import struct
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Annotated, Any, Final, NamedTuple, NoReturn
@@ -118,6 +119,39 @@ _QUOTE_SHORT: Final = {
 }
 
 
+# Go's IsPrint and Python's isprintable share one definition (L, M, N, P, S and the ASCII space),
+# but Go 1.25 uses Unicode 15.0.0 tables and Python its own version. The code points whose
+# printability differs between the two versions are corrected here (Python >= 16.0 additions
+# are not listed: no interpreter here ships them).
+_UNIDATA: Final = tuple(int(part) for part in unicodedata.unidata_version.split("."))
+#: Printable code points new in Unicode 15.0 (unassigned, so escaped, in older Pythons).
+_NEW_IN_15_0: Final = (
+    (0xCF3, 0xCF3), (0xECE, 0xECE), (0x10EFD, 0x10EFF), (0x1123F, 0x11241), (0x11B00, 0x11B09),
+    (0x11F00, 0x11F10), (0x11F12, 0x11F3A), (0x11F3E, 0x11F59), (0x1342F, 0x1342F), (0x13440, 0x13455),
+    (0x1B132, 0x1B132), (0x1B155, 0x1B155), (0x1D2C0, 0x1D2D3), (0x1DF25, 0x1DF2A), (0x1E030, 0x1E06D),
+    (0x1E08F, 0x1E08F), (0x1E4D0, 0x1E4F9), (0x1F6DC, 0x1F6DC), (0x1F774, 0x1F776), (0x1F77B, 0x1F77F),
+    (0x1F7D9, 0x1F7D9), (0x1FA75, 0x1FA77), (0x1FA87, 0x1FA88), (0x1FAAD, 0x1FAAF), (0x1FABB, 0x1FABD),
+    (0x1FABF, 0x1FABF), (0x1FACE, 0x1FACF), (0x1FADA, 0x1FADB), (0x1FAE8, 0x1FAE8), (0x1FAF7, 0x1FAF8),
+    (0x2B739, 0x2B739), (0x31350, 0x323AF),
+)
+#: Printable code points new in Unicode 15.1 (unassigned in Go's 15.0 tables, so Go escapes them).
+_NEW_IN_15_1: Final = ((0x2FFC, 0x2FFF), (0x31EF, 0x31EF), (0x2EBF0, 0x2EE5D))
+#: Matches what this Python calls printable but Go does not; None when there is nothing to match.
+_NOT_GO_PRINT: Final = re.compile(
+    "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _NEW_IN_15_1) + "]") if _UNIDATA >= (15, 1) else None
+
+
+def _in_ranges(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(low <= code <= high for low, high in ranges)
+
+
+def _go_is_print(char: str, code: int) -> bool:
+    """Go ``strconv.IsPrint`` (Unicode 15.0.0) of one character."""
+    if char.isprintable():
+        return not (_UNIDATA >= (15, 1) and _in_ranges(code, _NEW_IN_15_1))
+    return _UNIDATA < (15, 0) and _in_ranges(code, _NEW_IN_15_0)
+
+
 def _quote_char(char: str) -> str:
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:
@@ -126,8 +160,7 @@ def _quote_char(char: str) -> str:
     short = _QUOTE_SHORT.get(code)
     if short is not None:
         return short
-    # Python's isprintable and Go's IsPrint agree: L, M, N, P, S and the ASCII space.
-    if char.isprintable():
+    if _go_is_print(char, code):
         return char
     if code < 0x20 or code == 0x7F:
         return f"\\x{code:02x}"
@@ -139,7 +172,8 @@ def _quote_char(char: str) -> str:
 def strconv_quote(data: bytes) -> str:
     """Go ``strconv.Quote(string(data))`` without the surrounding quotes."""
     text = data.decode("utf-8", "surrogateescape")
-    if text.isprintable() and '"' not in text and "\\" not in text:
+    if text.isprintable() and '"' not in text and "\\" not in text and (
+            _NOT_GO_PRINT is None or not _NOT_GO_PRINT.search(text)):
         return text
     return "".join([_quote_char(c) for c in text])
 
@@ -221,7 +255,8 @@ def _c_int(value: object) -> Value:
 
 def _c_float32(value: object) -> Value:
     if type(value) is float or type(value) is int:
-        return float32_round(_finite(float(value)))
+        # §1.1: NaN/±Inf (and a float32 overflow, which TiDB never stores) reach the codec as 0.
+        return _finite(float32_round(float(value)))
     raise _BadValue
 
 
@@ -687,6 +722,8 @@ class Encoder(BaseEncoder):
         batch: _Batch | None = None
         for event in events:
             if isinstance(event, RowChange):
+                if not event.columns and not event.pre_columns:
+                    continue  # §1.3: a row with neither image is dropped before the codec (len == 0)
                 key, value = self._encode_row(event)
                 if (batch is None or len(batch.events) >= max_rows
                         or batch.length + len(key) + len(value) + 16 > max_bytes):
@@ -723,8 +760,8 @@ class Encoder(BaseEncoder):
             self._encode_ddl(event)  # raises where encode would (commit_ts, ddl_type out of range)
             return DDLEvent(query=_clean_text(event.query), ddl_type=event.ddl_type, commit_ts=event.commit_ts,
                             schema=_clean_text(event.schema), table=_clean_text(event.table))
-        if not isinstance(event, RowChange):
-            return None
+        if not isinstance(event, RowChange) or (not event.columns and not event.pre_columns):
+            return None  # Bootstrap, or a row with neither image (§1.3: never sent)
         mode = self._prepare(event).mode
         if mode == "handle-key-only":
             self._reduced(event)  # raises where encode would: no handle key, or still too large

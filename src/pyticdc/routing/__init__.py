@@ -21,11 +21,13 @@ from pyticdc.routing.dispatch import (
 )
 from pyticdc.routing.producer import (
     BATCH_PROTOCOLS,
+    DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_PARTITION_NUM,
     FLUSH_BATCH_SIZE,
     PARTITION_ZERO_DDL_PROTOCOLS,
     BootstrapSchedule,
     Router,
+    effective_max_message_bytes,
     route_events,
 )
 from pyticdc.routing.split import dml_order, should_split_update, split_update, split_updates
@@ -42,6 +44,7 @@ from pyticdc.routing.topic import (
 
 __all__ = [
     "BATCH_PROTOCOLS",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_PARTITION_NUM",
     "FLUSH_BATCH_SIZE",
     "KAFKA_TOPIC_NAME_MAX_LENGTH",
@@ -65,6 +68,7 @@ __all__ = [
     "column_value_bytes",
     "column_value_string",
     "dml_order",
+    "effective_max_message_bytes",
     "is_static_topic",
     "make_partition_dispatcher",
     "make_topic_dispatcher",

@@ -40,11 +40,14 @@ from pyticdc.routing.split import split_updates
 
 __all__ = [
     "BATCH_PROTOCOLS",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_PARTITION_NUM",
     "FLUSH_BATCH_SIZE",
+    "KAFKA_SIZE_HEADROOM",
     "PARTITION_ZERO_DDL_PROTOCOLS",
     "BootstrapSchedule",
     "Router",
+    "effective_max_message_bytes",
     "route_events",
 ]
 
@@ -56,6 +59,29 @@ PARTITION_ZERO_DDL_PROTOCOLS: Final = frozenset({"canal-json"})
 FLUSH_BATCH_SIZE: Final = 2048
 #: Partitions of a topic TiCDC creates itself (sink URI ``partition-num`` default).
 DEFAULT_PARTITION_NUM: Final = 3
+
+#: Sink ``max-message-bytes`` default (``pkg/config/sink.go``): 10 MiB.
+DEFAULT_MAX_MESSAGE_BYTES: Final = 10 * 1024 * 1024
+#: What TiCDC keeps below the topic's / broker's limit for the record overhead (``adjustOptions``).
+KAFKA_SIZE_HEADROOM: Final = 128
+
+
+def effective_max_message_bytes(
+    max_message_bytes: int | None = None, *, topic_max_message_bytes: int | None = None,
+    broker_message_max_bytes: int | None = None,
+) -> int:
+    """The ``max-message-bytes`` TiCDC's encoders use (reference §1.4, ``pkg/sink/kafka/options.go``).
+
+    Start with the sink's ``max-message-bytes`` (default 10 MiB); if the topic exists, take
+    ``min(that, topic max.message.bytes - 128)``, else ``min(that, broker message.max.bytes - 128)``.
+    """
+    value = DEFAULT_MAX_MESSAGE_BYTES if max_message_bytes is None else int(max_message_bytes)
+    if topic_max_message_bytes is not None:
+        return min(value, int(topic_max_message_bytes) - KAFKA_SIZE_HEADROOM)
+    if broker_message_max_bytes is not None:
+        return min(value, int(broker_message_max_bytes) - KAFKA_SIZE_HEADROOM)
+    return value
+
 
 class BootstrapSchedule(Protocol):
     """What the Router needs of a codec's ``BootstrapPolicy`` (Simple, §6.3)."""
@@ -113,11 +139,22 @@ class Router:
         clock: Clock | None = None,
         claim_check: ClaimCheckStore | None = None,
         batch_by_partition_key: bool = False,
+        topic_max_message_bytes: int | None = None,
+        broker_message_max_bytes: int | None = None,
     ) -> None:
         self.protocol = canonical_protocol(protocol)
         self.batch_by_partition_key = batch_by_partition_key
         module = codec_module(self.protocol)  # NotImplementedError now rather than at the first event
         self.options: dict[str, Any] = dict(options or {})
+        if topic_max_message_bytes is not None or broker_message_max_bytes is not None:
+            # §1.4: the encoders see the sink limit capped by the topic's (or broker's) limit - 128.
+            sink_limit = _option(self.options, "max-message-bytes", None)
+            for spelling in ("max-message-bytes", "max_message_bytes"):
+                self.options.pop(spelling, None)
+            self.options["max-message-bytes"] = effective_max_message_bytes(
+                None if sink_limit is None else int(sink_limit), topic_max_message_bytes=topic_max_message_bytes,
+                broker_message_max_bytes=broker_message_max_bytes,
+            )
         if not default_topic:
             raise ConfigError("default_topic must be a non-empty Kafka topic name")
         self.default_topic = default_topic

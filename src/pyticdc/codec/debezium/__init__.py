@@ -7,6 +7,7 @@ the format is lossy, and these are the losses (with the schema part; value table
 
 - NULL in a column with a default comes back as the default (TiCDC writes the default, §5.2).
 - DECIMAL → float64: a DOUBLE value, or with ``enable-tidb-extension`` the float's shortest text.
+- FLOAT/DOUBLE NaN and ±Inf → 0 (TiCDC's mounter replaces them before the codec, §1.1).
 - DATE as days, invalid dates (``0000-00-00``) → NULL (0 → 1970-01-01 when NOT NULL), years < 100
   shifted (+2000 below 70, else +1900); DATETIME → epoch ms (fsp ≤ 3, read back with 3 digits) or
   µs (6 digits); TIME → µs (6 digits); TIMESTAMP → UTC and back into ``time-zone`` with its fsp
@@ -133,7 +134,7 @@ def _split_wrapper(data: bytes) -> _Wrapper | None:
     """The wrapper's raw parts when ``data`` is exactly ``{payload, schema}`` (or ``{payload}``), else None."""
     try:
         return _WRAPPER.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
         return None  # not a wrapper, or not JSON: the general path says which
 
 

@@ -37,11 +37,12 @@ def _valid_next(c: str) -> bool:
 
 
 def _replacement(c: str) -> str:
-    # TiCDC writes one "_" per UTF-8 byte of an invalid rune (common.SanitizeName).
+    # TiCDC writes one "_" per UTF-8 byte of an invalid rune (common.SanitizeName). A byte that is
+    # not UTF-8 (a surrogate here) is ranged over by Go as utf8.RuneError, whose encoding has 3 bytes.
     try:
         return "_" * len(c.encode("utf-8"))
     except UnicodeEncodeError:
-        return "_"
+        return "___"
 
 
 @lru_cache(maxsize=4096)

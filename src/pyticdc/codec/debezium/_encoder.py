@@ -49,6 +49,7 @@ from pyticdc.codec.debezium._types import (
     STRING_TYPES,
     Wire,
     bit_byte_count,
+    clean_float,
     column_is_binary,
     datetime_wire_us,
     default_to_model,
@@ -479,12 +480,13 @@ class Encoder(BaseEncoder):
             return wire + _U64 if ext and column.is_unsigned and wire < 0 else wire
         if code == 4:
             assert isinstance(value, (int, float))
+            number = clean_float(float(value))
             if ext or column.decimal == -1:
-                return float32_round(float(value))
-            return float(value) if from_default else float(shortest_repr(float(value), 32))
+                return float32_round(number)
+            return number if from_default else float(shortest_repr(number, 32))
         if code == 5:
             assert isinstance(value, (int, float))
-            return float(value)
+            return clean_float(float(value))
         if code == 246:
             assert isinstance(value, str)
             parsed = go_parse_float(value)

@@ -40,6 +40,7 @@ __all__ = [
     "F32",
     "Wire",
     "bit_byte_count",
+    "clean_float",
     "column_is_binary",
     "default_to_model",
     "dump",
@@ -243,13 +244,16 @@ def _int_wire(column: ColumnInfo) -> Wire:
     return wire
 
 
+def clean_float(value: float) -> float:
+    """TiCDC's mounter replaces NaN and ±Inf by 0 before any codec sees them (reference §1.1)."""
+    return 0.0 if math.isnan(value) or math.isinf(value) else value
+
+
 def _float_wire(column: ColumnInfo, single: bool) -> Wire:
     def wire(value: Value, from_default: bool) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise encode_error(f"column {column.name!r}: expected a float, got {type(value).__name__}")
-        v = float(value)
-        if math.isnan(v) or math.isinf(v):
-            raise encode_error(f"column {column.name!r}: json-iterator cannot write {v}")
+        v = clean_float(float(value))
         # A default arrives as a string and is written with WriteFloat64Field, even for FLOAT.
         return F32(v) if single and not from_default else v
 

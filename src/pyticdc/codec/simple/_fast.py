@@ -23,7 +23,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias, TypeVar, cast
 
 import msgspec
 
-from pyticdc.codec.jsontext import format_float_f, go_json_quote
+from pyticdc.codec.jsontext import format_float_f, go_json_quote, go_json_quote_bytes
 from pyticdc.codec.simple import _values as V
 from pyticdc.codec.simple._avro import MESSAGE_BRANCH, MESSAGE_TYPES, VALUE_BRANCH, write_long, write_str
 from pyticdc.model import ColumnInfo, DecodeError, Op, Row, RowChange, TableInfo, Value
@@ -854,7 +854,8 @@ def _json_writer_code(columns: list[ColumnInfo]) -> tuple[str, str]:
         elif kind == V.KIND_BYTES and V.is_binary_column(column):
             fast = ("type(v) is bytes", "'\"' + b64(v, newline=False).decode('ascii') + '\"'")
         elif kind == V.KIND_BYTES:
-            fast = ("type(v) is bytes", "quote(v.decode('utf-8', 'pyticdc-go-replace'))")
+            # encoding/json writes each invalid UTF-8 byte as the six characters \ufffd (§1.5).
+            fast = ("type(v) is bytes", "quote_bytes(v)")
         else:
             fast = ("type(v) is str", "quote(v)")
         lines += [f"    v = image[{column.name!r}]", f"    if v is None: p{n} = 'null'",
@@ -933,6 +934,7 @@ class Writers:
         source, template = _json_writer_code(columns)
         namespace: dict[str, Any] = {
             "TEMPLATE": template, "cols": specs, "general": general_json, "quote": go_json_quote,
+            "quote_bytes": go_json_quote_bytes,
             "f32": format_float32, "f64": V.format_double, "b64": binascii.b2a_base64,
         }
         exec(source, namespace)  # column names only as repr() literals

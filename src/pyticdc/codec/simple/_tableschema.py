@@ -59,12 +59,19 @@ def wire_indexes(table: TableInfo) -> list[WireIndex]:
     by_name = table.column_by_name
     result: list[WireIndex] = []
     has_primary = False
+    handle_pk: tuple[str, ...] = ()
     for index in table.indexes:
+        if index.primary and table.pk_is_handle:
+            # An int-handle primary key is not in TiDB ``TableInfo.Indices``: TiCDC never writes it in
+            # place (nor under its own name); it only comes back as the synthetic "primary" below.
+            handle_pk = tuple(index.columns)
+            continue
         nullable = any(by_name[c].nullable for c in index.columns if c in by_name)
         result.append((index.name, index.unique, index.primary, nullable, tuple(index.columns)))
         has_primary = has_primary or index.primary
     if not has_primary:
-        pk = table.primary_key_columns
+        # GetPrimaryKeyColumnNames: the handle column when PKIsHandle, else the PK-flagged columns.
+        pk = table.primary_key_columns or handle_pk
         if pk:
             result.append(("primary", True, True, False, pk))
     return result

@@ -13,7 +13,7 @@ import re
 import struct
 from typing import Final
 
-from pyticdc.codec.jsontext import float32_round, format_float_f, go_json_quote, go_string
+from pyticdc.codec.jsontext import float32_round, format_float_f, go_json_quote, go_json_quote_bytes, go_string
 from pyticdc.model import STRING_TYPES, ColumnInfo, DecodeError, EncodeError, Value
 
 __all__ = [
@@ -214,7 +214,8 @@ def json_value(value: Value, kind: int, binary: bool, location: str) -> str:
         data: bytes = value  # type: ignore[assignment]
         if binary:
             return f'"{base64.b64encode(data).decode("ascii")}"'
-        return go_json_quote(go_string(data))
+        # encoding/json writes each invalid UTF-8 byte as the six characters \ufffd (§1.5), not a raw U+FFFD.
+        return go_json_quote_bytes(data)
     return go_json_quote(value)  # type: ignore[arg-type]
 
 
