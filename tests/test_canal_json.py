@@ -14,14 +14,12 @@ from hypothesis import strategies as st
 
 from pyticdc.codec import canal_json as cj
 from pyticdc.codec.jsontext import float32_round, go_string
+from pyticdc.errors import ConfigError, DecodeError, EncodeError
 from pyticdc.model import (
     ActionType,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    DecodeError,
-    EncodeError,
     IndexInfo,
     Op,
     Row,

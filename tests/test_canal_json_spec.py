@@ -12,13 +12,12 @@ import orjson
 import pytest
 
 from pyticdc.codec import canal_json as cj
+from pyticdc.errors import ConfigError, EncodeError
 from pyticdc.model import (
     ActionType,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    EncodeError,
     IndexInfo,
     Op,
     Row,

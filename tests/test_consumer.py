@@ -12,13 +12,12 @@ from hypothesis import strategies as st
 from pyticdc.codec.base import BaseDecoder
 from pyticdc.codec.options import CodecOptions
 from pyticdc.consumer import ApplyUnit, Consumer, change_identity, decode_state
+from pyticdc.errors import ConfigError, DecodeError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    DecodeError,
     Event,
     KafkaRecord,
     Op,

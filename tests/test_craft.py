@@ -16,21 +16,8 @@ from hypothesis import strategies as st
 from pyticdc.codec import craft
 from pyticdc.codec.craft import CraftReader, CraftWriter, uvarint_bytes, varint_bytes
 from pyticdc.codec.jsontext import go_string
-from pyticdc.model import (
-    ColumnFlag,
-    ColumnInfo,
-    ConfigError,
-    DDLEvent,
-    DecodeError,
-    EncodeError,
-    Event,
-    Op,
-    Row,
-    RowChange,
-    TableInfo,
-    Value,
-    Watermark,
-)
+from pyticdc.errors import ConfigError, DecodeError, EncodeError
+from pyticdc.model import ColumnFlag, ColumnInfo, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
 from pyticdc.vectors import check_file
 from strategies import row_changes
 

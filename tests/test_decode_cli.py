@@ -21,7 +21,6 @@ from pyticdc.codec.base import Message
 from pyticdc.codec.jsontext import float32_round
 from pyticdc.eventjson import COLUMN_FIELDS, FIELDS, dumps, error_to_json, event_to_json, event_to_text, json_value
 from pyticdc.model import (
-    STRING_TYPES,
     Bootstrap,
     ColumnInfo,
     DDLEvent,
@@ -34,6 +33,7 @@ from pyticdc.model import (
     TypeCode,
     Watermark,
 )
+from pyticdc.mysql import STRING_TYPES
 from pyticdc.sample import SAMPLE_TABLE, sample_events
 from strategies import column_kinds, row_changes
 

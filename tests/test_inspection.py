@@ -146,7 +146,7 @@ def test_detect_protocol(history: History, protocol: str) -> None:
 
 
 def test_detect_protocol_refuses_noise() -> None:
-    from pyticdc.model import ConfigError
+    from pyticdc.errors import ConfigError
 
     with pytest.raises(ConfigError, match="none of the protocols"):
         detect_protocol([KafkaRecord(topic="t", partition=0, offset=0, value=b"\x00\x01")])

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pyticdc.errors import ConfigError
 from pyticdc.kafka import (
     EARLIEST,
     LATEST,
@@ -22,7 +23,6 @@ from pyticdc.kafka import (
     select_topics,
     split_range,
 )
-from pyticdc.model import ConfigError
 
 BOUNDS = {("a", 0): (0, 10), ("a", 1): (5, 20), ("b", 0): (0, 0)}
 

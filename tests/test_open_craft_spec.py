@@ -16,17 +16,8 @@ import pytest
 
 from pyticdc.codec import craft, open_protocol
 from pyticdc.codec.compression import decompress
-from pyticdc.model import (
-    ColumnInfo,
-    DDLEvent,
-    EncodeError,
-    Op,
-    Row,
-    RowChange,
-    TableInfo,
-    Value,
-    Watermark,
-)
+from pyticdc.errors import EncodeError
+from pyticdc.model import ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, Value, Watermark
 from pyticdc.vectors.generic import MemoryClaimCheck
 
 U64 = struct.Struct(">Q")

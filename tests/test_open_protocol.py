@@ -15,20 +15,8 @@ from hypothesis import strategies as st
 from pyticdc.codec import codec_module, open_protocol
 from pyticdc.codec.jsontext import float32_round
 from pyticdc.codec.open_protocol import Decoder, Encoder, explain, strconv_quote, strconv_unquote
-from pyticdc.model import (
-    ColumnFlag,
-    ColumnInfo,
-    ConfigError,
-    DDLEvent,
-    DecodeError,
-    EncodeError,
-    Op,
-    Row,
-    RowChange,
-    TableInfo,
-    Value,
-    Watermark,
-)
+from pyticdc.errors import ConfigError, DecodeError, EncodeError
+from pyticdc.model import ColumnFlag, ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, Value, Watermark
 from pyticdc.vectors import check_file
 from pyticdc.vectors.open_protocol import MemoryClaimCheck
 from strategies import row_changes

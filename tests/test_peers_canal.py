@@ -19,7 +19,8 @@ import orjson
 import pytest
 
 from pyticdc.codec import canal_json as cj
-from pyticdc.model import ActionType, DDLEvent, DecodeError, Event, Op, RowChange
+from pyticdc.errors import DecodeError
+from pyticdc.model import ActionType, DDLEvent, Event, Op, RowChange
 
 #: flink/canal-data{,-filter-table,-with-init}.txt, flink/CanalJsonSerDeSchemaTest.serialized.jsonl
 #: and the 11 paimon/kafka/canal/table files (peers README §1).

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec.base import ClaimCheckStore
-from pyticdc.model import ConfigError, DecodeError
+from pyticdc.errors import ConfigError, DecodeError
 from pyticdc.routing import FileClaimCheckStore, claim_check_store
 
 UUID_JSON = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.json")

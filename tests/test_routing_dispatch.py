@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyticdc.model import ColumnFlag, ColumnInfo, ConfigError, IndexInfo, Op, Row, RowChange, TableInfo, TypeCode
+from pyticdc.errors import ConfigError
+from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Op, Row, RowChange, TableInfo, TypeCode
 from pyticdc.routing import (
     ColumnsDispatcher,
     DispatchRule,

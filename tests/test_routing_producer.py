@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from pyticdc.codec import built_protocols, codec_module, make_encoder
 from pyticdc.codec.base import Message
 from pyticdc.codec.options import CodecOptions
+from pyticdc.errors import ConfigError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
     Event,
     IndexInfo,

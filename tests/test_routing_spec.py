@@ -16,10 +16,10 @@ import lz4.frame
 import pytest
 
 from pyticdc.codec.compression import compress, decompress
+from pyticdc.errors import ConfigError
 from pyticdc.model import (
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
     IndexInfo,
     Op,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 from pyticdc.routing import TableFilter, parse_table_filter
 
 # (patterns, [(schema, table)], accepted case-sensitive, accepted case-insensitive) — TestMatchTables.

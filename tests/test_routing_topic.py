@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 from pyticdc.routing import (
     KAFKA_TOPIC_NAME_MAX_LENGTH,
     is_static_topic,

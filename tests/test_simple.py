@@ -22,18 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec import simple as S
-from pyticdc.codec.jsontext import float32_round, format_float_f
+from pyticdc.codec.jsontext import float32_round, format_float32, format_float_f
 from pyticdc.codec.simple import BootstrapPolicy, Decoder, Encoder, explain, resolve_row
 from pyticdc.codec.simple._avro import SCHEMA_JSON
-from pyticdc.codec.simple._fast import format_float32
+from pyticdc.errors import ConfigError, DecodeError, EncodeError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    DecodeError,
-    EncodeError,
     IndexInfo,
     Op,
     Row,

@@ -21,12 +21,12 @@ import pytest
 
 from pyticdc.codec.compression import decompress
 from pyticdc.codec.simple import BootstrapPolicy, Encoder
+from pyticdc.errors import EncodeError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
     DDLEvent,
-    EncodeError,
     IndexInfo,
     Op,
     Row,

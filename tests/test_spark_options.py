@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 from pyticdc.spark.options import SourceOptions, is_stateful
 
 

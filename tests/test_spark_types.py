@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 from pyticdc.codec import built_protocols, make_encoder
-from pyticdc.model import ColumnFlag, ColumnInfo, ConfigError, KafkaRecord, Op, Row, RowChange, TableInfo, TypeCode
+from pyticdc.errors import ConfigError
+from pyticdc.model import ColumnFlag, ColumnInfo, KafkaRecord, Op, Row, RowChange, TableInfo, TypeCode
 from pyticdc.sample import SAMPLE_TABLE
 from pyticdc.sim.workload import simulate
 from pyticdc.spark.rows import EventRowBuilder, decode_records, event_arrow_schema

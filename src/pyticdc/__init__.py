@@ -12,20 +12,17 @@ from pyticdc.codec import (
     make_decoder,
     make_encoder,
 )
+from pyticdc.errors import ConfigError, DecodeError, EncodeError, PyticdcError
 from pyticdc.model import (
     ActionType,
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    DecodeError,
-    EncodeError,
     Event,
     IndexInfo,
     KafkaRecord,
     Op,
-    PyticdcError,
     Row,
     RowChange,
     TableInfo,

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from pyticdc.model import PyticdcError
+from pyticdc.errors import PyticdcError
 
 __all__ = ["BrokerError", "EmbeddedBroker", "broker_binary", "free_port"]
 

@@ -47,7 +47,8 @@ from typing import IO, Any, Final, cast
 
 import orjson
 
-from pyticdc.model import KafkaRecord, PyticdcError
+from pyticdc.errors import PyticdcError
+from pyticdc.model import KafkaRecord
 
 __all__ = [
     "CAPTURE_FORMATS",

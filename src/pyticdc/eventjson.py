@@ -33,10 +33,7 @@ from typing import Any, Final
 import orjson
 
 from pyticdc.codec.jsontext import shortest_repr
-from pyticdc.codec.mysql_types import column_type_name
 from pyticdc.model import (
-    INTEGER_TYPES,
-    STRING_TYPES,
     ActionType,
     Bootstrap,
     ColumnInfo,
@@ -48,6 +45,8 @@ from pyticdc.model import (
     TypeCode,
     Watermark,
 )
+from pyticdc.mysql import INTEGER_TYPES, STRING_TYPES
+from pyticdc.mysql.types import column_type_name
 
 __all__ = [
     "COLUMN_FIELDS",

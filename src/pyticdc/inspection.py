@@ -29,16 +29,8 @@ import msgspec
 
 from pyticdc.codec import built_protocols, canonical_protocol, make_decoder
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
-from pyticdc.model import (
-    ActionType,
-    Bootstrap,
-    DDLEvent,
-    DecodeError,
-    KafkaRecord,
-    RowChange,
-    Watermark,
-    physical_ms,
-)
+from pyticdc.errors import DecodeError
+from pyticdc.model import ActionType, Bootstrap, DDLEvent, KafkaRecord, RowChange, Watermark, physical_ms
 
 __all__ = [
     "BadRecord",
@@ -401,7 +393,7 @@ def detect_protocol(records: Iterable[KafkaRecord], *, sample: int = 200) -> tup
     an unwrapped row) count only to break a tie of the others. Ties go to the earlier protocol in
     TiCDC's list.
     """
-    from pyticdc.model import ConfigError
+    from pyticdc.errors import ConfigError
 
     head = []
     for record in records:

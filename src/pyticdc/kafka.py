@@ -25,7 +25,8 @@ from typing import Any, Final, Union
 
 import orjson
 
-from pyticdc.model import ConfigError, KafkaRecord, PyticdcError
+from pyticdc.errors import ConfigError, PyticdcError
+from pyticdc.model import KafkaRecord
 
 __all__ = [
     "EARLIEST",

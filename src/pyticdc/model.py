@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
-from typing import Any, Final, NoReturn, Union
+from typing import Any, NoReturn, Union
 
 import msgspec
 
@@ -30,15 +30,11 @@ __all__ = [
     "Bootstrap",
     "ColumnFlag",
     "ColumnInfo",
-    "ConfigError",
     "DDLEvent",
-    "DecodeError",
-    "EncodeError",
     "Event",
     "IndexInfo",
     "KafkaRecord",
     "Op",
-    "PyticdcError",
     "Row",
     "RowChange",
     "TableInfo",
@@ -50,47 +46,6 @@ __all__ = [
 
 #: A column value in TiCDC's internal row model (see module docstring).
 Value = Union[int, float, str, bytes, None]
-
-
-# --------------------------------------------------------------------------- errors
-class PyticdcError(Exception):
-    """Base class of every error pyticdc raises on purpose."""
-
-
-class DecodeError(PyticdcError):
-    """Bytes that are not a valid message of a protocol; names where it went wrong."""
-
-    def __init__(self, protocol: str, reason: str, at: int | str | None = None) -> None:
-        self.protocol = protocol
-        self.reason = reason
-        # A byte offset (binary protocols, framing) or a JSON path ("$.data[0].id").
-        self.at = at
-        where = "" if at is None else (f" at byte {at}" if isinstance(at, int) else f" at {at}")
-        super().__init__(f"{protocol}: {reason}{where}")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.protocol, self.reason, self.at))
-
-
-class EncodeError(PyticdcError):
-    """An event a protocol cannot carry with the given options (e.g. message too large)."""
-
-    def __init__(self, protocol: str, reason: str) -> None:
-        self.protocol = protocol
-        self.reason = reason
-        super().__init__(f"{protocol}: {reason}")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.protocol, self.reason))
-
-
-class ConfigError(PyticdcError, ValueError):
-    """An unknown option, or a value outside the option's valid values."""
-
-
-def raise_decode(protocol: str, reason: str, at: int | str | None = None) -> NoReturn:
-    """Raise a DecodeError (a helper so hot paths stay one line)."""
-    raise DecodeError(protocol, reason, at)
 
 
 # --------------------------------------------------------------------------- codes
@@ -126,16 +81,6 @@ class TypeCode(enum.IntEnum):
     VAR_STRING = 253
     STRING = 254
     GEOMETRY = 255
-
-
-#: Integer type codes (TINYINT..BIGINT, MEDIUMINT).
-INTEGER_TYPES: Final = frozenset({1, 2, 3, 8, 9})
-#: Type codes whose model value is ``bytes``.
-STRING_TYPES: Final = frozenset({15, 249, 250, 251, 252, 253, 254})
-#: BLOB/TEXT type codes (Open protocol base64-encodes these).
-BLOB_TYPES: Final = frozenset({249, 250, 251, 252})
-#: Type codes whose model value is a ``str`` printed by TiDB.
-TEXT_VALUE_TYPES: Final = frozenset({0, 7, 10, 11, 12, 14, 225, 245, 246})
 
 
 class ColumnFlag(enum.IntFlag):

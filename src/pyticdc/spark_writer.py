@@ -36,11 +36,9 @@ import msgspec
 
 from pyticdc.codec.jsontext import float32_round
 from pyticdc.consumer import OP_RANK, change_identity
+from pyticdc.errors import ConfigError
 from pyticdc.model import (
-    INTEGER_TYPES,
-    STRING_TYPES,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
     Event,
     KafkaRecord,
@@ -52,6 +50,7 @@ from pyticdc.model import (
     Value,
     Watermark,
 )
+from pyticdc.mysql import INTEGER_TYPES, STRING_TYPES
 
 __all__ = [
     "TARGET_PARTITION",

@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
+from pyticdc.errors import ConfigError, PyticdcError
 from pyticdc.iteration import chunked
-from pyticdc.model import ConfigError, KafkaRecord, PyticdcError
+from pyticdc.model import KafkaRecord
 
 if TYPE_CHECKING:
     from pyticdc.capture import BadLine

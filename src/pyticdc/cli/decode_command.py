@@ -47,8 +47,9 @@ from pyticdc.cli.common import (
     report,
     resolve_codec,
 )
+from pyticdc.errors import ConfigError
 from pyticdc.eventjson import KINDS, dumps, error_to_json, event_to_json, event_to_text
-from pyticdc.model import ConfigError, Event, KafkaRecord
+from pyticdc.model import Event, KafkaRecord
 
 if TYPE_CHECKING:
     from pyticdc.spark.rows import RecordDecoder

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pyticdc.cli.common import FAILURE, USAGE, parse_assignments, report
-from pyticdc.model import PyticdcError
+from pyticdc.errors import PyticdcError
 
 __all__ = ["add_parser"]
 

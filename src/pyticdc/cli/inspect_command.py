@@ -20,7 +20,7 @@ from pyticdc.cli.common import (
     report,
     resolve_codec,
 )
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 
 __all__ = ["add_parser"]
 

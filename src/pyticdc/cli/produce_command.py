@@ -25,7 +25,8 @@ from pyticdc.cli.common import (
     routing,
     write_records,
 )
-from pyticdc.model import ConfigError, Event, KafkaRecord
+from pyticdc.errors import ConfigError
+from pyticdc.model import Event, KafkaRecord
 
 __all__ = ["add_parser", "read_changelog"]
 

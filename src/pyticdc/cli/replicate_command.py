@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pyticdc.cli.common import FAILURE, REPORTED, USAGE, add_progress_argument, parse_assignments, report
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 
 __all__ = ["BatchPrinter", "active_session", "add_parser", "format_tables", "parse_source", "stop_if_owned"]
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from pyticdc.cli.common import FAILURE, USAGE, parse_assignments, report
 from pyticdc.codec import PROTOCOLS, built_protocols, canonical_protocol
-from pyticdc.model import ConfigError, PyticdcError
+from pyticdc.errors import ConfigError, PyticdcError
 
 __all__ = ["add_parser"]
 

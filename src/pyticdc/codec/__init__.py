@@ -9,7 +9,8 @@ from typing import Any, Final
 
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, ClaimCheckStore, Message
 from pyticdc.codec.options import Clock, CodecOptions
-from pyticdc.model import ConfigError, Event
+from pyticdc.errors import ConfigError
+from pyticdc.model import Event
 
 __all__ = [
     "PROTOCOLS",

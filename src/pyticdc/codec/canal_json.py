@@ -54,16 +54,12 @@ import orjson
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, Message
 from pyticdc.codec.compression import compress, decompress
 from pyticdc.codec.jsontext import easyjson_quote, float32_round, format_float_f, go_json_quote
-from pyticdc.codec.mysql_types import type_to_str
+from pyticdc.errors import ConfigError, DecodeError, EncodeError
 from pyticdc.model import (
-    STRING_TYPES,
     ActionType,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    DecodeError,
-    EncodeError,
     Event,
     IndexInfo,
     Op,
@@ -73,6 +69,8 @@ from pyticdc.model import (
     Value,
     Watermark,
 )
+from pyticdc.mysql import STRING_TYPES
+from pyticdc.mysql.types import type_to_str
 
 __all__ = [
     "OPTIONS",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import cramjam
 import lz4.frame
 
-from pyticdc.model import DecodeError
+from pyticdc.errors import DecodeError
 
 __all__ = ["compress", "decompress"]
 

@@ -29,12 +29,11 @@ from msgspec.structs import replace as _replace
 
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, Message
 from pyticdc.codec.jsontext import float32_round, go_string
+from pyticdc.errors import DecodeError, EncodeError
 from pyticdc.model import (
     ColumnFlag,
     ColumnInfo,
     DDLEvent,
-    DecodeError,
-    EncodeError,
     Event,
     IndexInfo,
     Op,

@@ -8,6 +8,7 @@ which characters they escape and how they print floats; Python's ``json`` matche
 from __future__ import annotations
 
 import codecs
+import math
 import re
 import struct
 from decimal import Decimal
@@ -16,6 +17,7 @@ from typing import Final
 __all__ = [
     "easyjson_quote",
     "float32_round",
+    "format_float32",
     "format_float_f",
     "format_float_go_json",
     "format_float_jsoniter",
@@ -203,3 +205,48 @@ def format_float_jsoniter(value: float, bits: int = 64) -> str:
     if not _needs_exponent(value, bits):
         return format_float_f(value, bits)
     return _format_e(value, bits)
+
+
+def format_float32(value: float) -> str:
+    """``strconv.FormatFloat(float32(v), 'f', -1, 32)`` of a finite ``value``: the same text as
+    ``format_float_f(float32_round(value), 32)``, faster (OverflowError past float32).
+
+    Searches the fewest decimal places whose correctly rounded text reads back as the same
+    float32. Within a binade the float32 rounding interval is symmetric, so the nearest decimal
+    with k places is the best k-place candidate and "k places round-trip" is monotonic in k: a
+    binary search finds the same shortest digits format_float_f's linear search does. Values where that
+    does not hold (a power-of-two significand, whose interval is asymmetric), zero, NaN, ±Inf and
+    magnitudes outside [1e-5, 2**24) — where the shortest digits can have fewer places than an
+    integer, or need many — go to format_float_f.
+    """
+    target: float = _F32.unpack(_F32.pack(value))[0]  # OverflowError past float32: caller falls back
+    magnitude = abs(target)
+    if not 1e-5 <= magnitude < 16777216.0 or math.frexp(target)[0] in (0.5, -0.5):
+        return format_float_f(target, 32)
+    packed = _F32.pack(target)
+    # Decimal places of the 7-significant-digit candidate; any lower bound would do.
+    places = 6 - math.floor(math.log10(magnitude))
+    if places < 0:
+        places = 0
+    text = f"{target:.{places}f}"
+    if _F32.pack(float(text)) == packed:
+        # Most float32s need 7-9 digits: one place fewer failing settles it.
+        if places and _F32.pack(float(f"{target:.{places - 1}f}")) == packed:
+            high = places - 1  # known to round-trip; find the fewest places that do
+            low = 0
+            while low < high:
+                middle = (low + high) // 2
+                if _F32.pack(float(f"{target:.{middle}f}")) == packed:
+                    high = middle
+                else:
+                    low = middle + 1
+            text = f"{target:.{high}f}"
+    else:
+        while True:  # nine significant digits always round-trip
+            places += 1
+            text = f"{target:.{places}f}"
+            if _F32.pack(float(text)) == packed:
+                break
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text

@@ -36,14 +36,12 @@ import msgspec
 from pyticdc.codec.base import BaseDecoder, BaseEncoder, ClaimCheckStore, Message
 from pyticdc.codec.compression import compress, decompress
 from pyticdc.codec.jsontext import float32_round, format_float_go_json, go_json_quote, go_json_quote_bytes, go_string
+from pyticdc.errors import ConfigError, DecodeError, EncodeError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    DecodeError,
-    EncodeError,
     Event,
     Op,
     Row,

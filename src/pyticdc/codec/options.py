@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 
 __all__ = ["OPTION_DEFAULTS", "OPTION_DOCS", "CodecOptions", "parse_options", "system_clock_ms"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 
 __all__ = ["load_zone"]
 

@@ -12,17 +12,8 @@ from pyticdc.consumer.identity import OP_RANK, ChangeIdentity, change_identity
 from pyticdc.consumer.schemas import SchemaCache
 from pyticdc.consumer.state import BufferedRow, ConsumerState, DDLBlobs, TableRegistry, decode_state, encode_state
 from pyticdc.consumer.units import ApplyUnit, ConsumerStats, QuarantinedRecord, UnitKind
-from pyticdc.model import (
-    Bootstrap,
-    ConfigError,
-    DDLEvent,
-    DecodeError,
-    Event,
-    KafkaRecord,
-    RowChange,
-    TableInfo,
-    Watermark,
-)
+from pyticdc.errors import ConfigError, DecodeError
+from pyticdc.model import Bootstrap, DDLEvent, Event, KafkaRecord, RowChange, TableInfo, Watermark
 
 __all__ = ["Consumer", "RecordLike", "RowResolver"]
 

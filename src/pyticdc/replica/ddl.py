@@ -32,7 +32,8 @@ from typing import Final, Union
 import msgspec
 
 from pyticdc.codec.debezium._ddl import parse_type_name
-from pyticdc.codec.debezium._sql import (
+from pyticdc.model import ColumnInfo, DDLEvent, IndexInfo, TableInfo, TypeCode
+from pyticdc.mysql.sql import (
     ColumnDef,
     Token,
     parse_column_def,
@@ -40,7 +41,6 @@ from pyticdc.codec.debezium._sql import (
     tokenize,
     top_level_split,
 )
-from pyticdc.model import ColumnInfo, DDLEvent, IndexInfo, TableInfo, TypeCode
 
 __all__ = [
     "AlterTable",

@@ -30,7 +30,8 @@ import msgspec
 
 from pyticdc.codec import canonical_protocol
 from pyticdc.consumer import Consumer
-from pyticdc.model import ConfigError, KafkaRecord
+from pyticdc.errors import ConfigError
+from pyticdc.model import KafkaRecord
 from pyticdc.replica.applier import DeltaReplica, Hook
 from pyticdc.replica.changes import ReplicaError
 from pyticdc.replica.progress import Progress, TableEntry

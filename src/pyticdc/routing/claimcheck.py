@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from pyticdc.model import ConfigError, DecodeError
+from pyticdc.errors import ConfigError, DecodeError
 
 __all__ = ["FileClaimCheckStore", "claim_check_file_name", "claim_check_store"]
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from pyticdc.codec.jsontext import format_float_f
-from pyticdc.model import ColumnFlag, ColumnInfo, ConfigError, IndexInfo, Row, RowChange, TableInfo, TypeCode, Value
+from pyticdc.errors import ConfigError
+from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Row, RowChange, TableInfo, TypeCode, Value
 from pyticdc.routing.tablefilter import TableFilter, parse_table_filter
 from pyticdc.routing.topic import TopicDispatcher, make_topic_dispatcher
 

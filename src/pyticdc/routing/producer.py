@@ -24,16 +24,8 @@ from typing import Any, Final, Protocol
 from pyticdc.codec import canonical_protocol, codec_module, make_encoder
 from pyticdc.codec.base import BaseEncoder, ClaimCheckStore, Message
 from pyticdc.codec.options import Clock, system_clock_ms
-from pyticdc.model import (
-    Bootstrap,
-    ConfigError,
-    DDLEvent,
-    Event,
-    KafkaRecord,
-    RowChange,
-    TableInfo,
-    Watermark,
-)
+from pyticdc.errors import ConfigError
+from pyticdc.model import Bootstrap, DDLEvent, Event, KafkaRecord, RowChange, TableInfo, Watermark
 from pyticdc.routing.claimcheck import claim_check_store
 from pyticdc.routing.dispatch import DispatchRule, EventRouter
 from pyticdc.routing.split import split_updates

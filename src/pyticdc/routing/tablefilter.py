@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Union
 
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 
 __all__ = ["TableFilter", "parse_table_filter"]
 

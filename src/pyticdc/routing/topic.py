@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 
 __all__ = [
     "KAFKA_TOPIC_NAME_MAX_LENGTH",

@@ -6,7 +6,8 @@ import random
 from typing import Final
 
 from pyticdc.codec.jsontext import float32_round, format_float_f
-from pyticdc.model import BLOB_TYPES, ColumnInfo, TypeCode, Value
+from pyticdc.model import ColumnInfo, TypeCode, Value
+from pyticdc.mysql import BLOB_TYPES
 
 __all__ = ["random_value"]
 

@@ -27,7 +27,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from pyticdc.codec import canonical_protocol
-from pyticdc.model import ConfigError, TableInfo
+from pyticdc.errors import ConfigError
+from pyticdc.model import TableInfo
 from pyticdc.spark.rows import decode_kafka_batches, event_arrow_schema, new_decoder, parse_table_info
 from pyticdc.spark.types import project_rows, table_arrow_schema
 

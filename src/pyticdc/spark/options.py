@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from pyticdc.codec import canonical_protocol, codec_module
-from pyticdc.model import ConfigError
+from pyticdc.errors import ConfigError
 
 __all__ = ["SOURCE_OPTIONS", "SourceOptions", "is_stateful"]
 

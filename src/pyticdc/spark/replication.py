@@ -39,8 +39,9 @@ from typing import Any
 import orjson
 
 from pyticdc.codec import canonical_protocol
+from pyticdc.errors import ConfigError
 from pyticdc.iteration import chunked
-from pyticdc.model import ConfigError, KafkaRecord
+from pyticdc.model import KafkaRecord
 from pyticdc.replica.applier import Hook
 from pyticdc.replica.pipeline import BatchReport, Replicator
 from pyticdc.replica.store import APP_ID

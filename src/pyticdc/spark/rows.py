@@ -67,19 +67,9 @@ import msgspec
 
 from pyticdc.codec import canonical_protocol, codec_module, make_decoder
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
-from pyticdc.model import (
-    STRING_TYPES,
-    Bootstrap,
-    DDLEvent,
-    DecodeError,
-    Event,
-    KafkaRecord,
-    Row,
-    RowChange,
-    TableInfo,
-    TypeCode,
-    Watermark,
-)
+from pyticdc.errors import DecodeError
+from pyticdc.model import Bootstrap, DDLEvent, Event, KafkaRecord, Row, RowChange, TableInfo, TypeCode, Watermark
+from pyticdc.mysql import STRING_TYPES
 
 if TYPE_CHECKING:
     import pyarrow as pa

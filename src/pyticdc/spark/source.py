@@ -203,7 +203,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def __init__(self, options: SourceOptions) -> None:
         if options.ending_offsets:
-            from pyticdc.model import ConfigError
+            from pyticdc.errors import ConfigError
 
             raise ConfigError("endingOffsets is for batch reads; a streaming query reads until it is stopped")
         self.options = options

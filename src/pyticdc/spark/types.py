@@ -52,7 +52,8 @@ import orjson
 import pyarrow as pa
 
 from pyticdc.codec.timezone import load_zone
-from pyticdc.model import ColumnInfo, ConfigError, TableInfo, TypeCode
+from pyticdc.errors import ConfigError
+from pyticdc.model import ColumnInfo, TableInfo, TypeCode
 
 __all__ = [
     "IMAGES",

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from pyticdc.codec import craft
-from pyticdc.model import ColumnFlag, ColumnInfo, DecodeError, Event, Op, RowChange, TableInfo, Value, make_row
+from pyticdc.errors import DecodeError
+from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, RowChange, TableInfo, Value, make_row
 from pyticdc.vectors.compare import diff_json, expected_bytes
 from pyticdc.vectors.generic import check_messages
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector, value_from_vector

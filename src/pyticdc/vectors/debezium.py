@@ -26,7 +26,6 @@ from pyticdc.codec.debezium._common import (
     utc_to_local,
     valid_date,
 )
-from pyticdc.codec.debezium._sql import ColumnDef, Literal, parse_create_table, parse_insert
 from pyticdc.codec.jsontext import float32_round
 from pyticdc.codec.timezone import load_zone
 from pyticdc.model import (
@@ -42,6 +41,7 @@ from pyticdc.model import (
     Watermark,
     make_row,
 )
+from pyticdc.mysql.sql import ColumnDef, Literal, parse_create_table, parse_insert
 from pyticdc.vectors.compare import diff_json, expected_bytes, jsonable
 from pyticdc.vectors.generic import check_encode as generic_check_encode
 from pyticdc.vectors.generic import encode_case

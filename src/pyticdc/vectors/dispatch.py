@@ -5,17 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final
 
-from pyticdc.model import (
-    ColumnFlag,
-    ColumnInfo,
-    IndexInfo,
-    Op,
-    PyticdcError,
-    RowChange,
-    TableInfo,
-    TypeCode,
-    make_row,
-)
+from pyticdc.errors import PyticdcError
+from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Op, RowChange, TableInfo, TypeCode, make_row
 from pyticdc.routing.dispatch import PositionInertia, column_value_string, make_partition_dispatcher
 from pyticdc.vectors.inputs import table_from_vector, value_from_vector
 

@@ -8,7 +8,7 @@ import orjson
 
 from pyticdc.codec import codec_module
 from pyticdc.codec.base import Message
-from pyticdc.model import DecodeError
+from pyticdc.errors import DecodeError
 from pyticdc.vectors.compare import diff_bytes, diff_json, diff_unordered, expected_bytes
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector
 

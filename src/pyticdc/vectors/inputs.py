@@ -7,7 +7,6 @@ from typing import Any, Final
 from pyticdc.codec.jsontext import float32_round
 from pyticdc.codec.options import TICDC_NAMES, Clock
 from pyticdc.model import (
-    STRING_TYPES,
     Bootstrap,
     ColumnInfo,
     DDLEvent,
@@ -20,6 +19,7 @@ from pyticdc.model import (
     Watermark,
     make_row,
 )
+from pyticdc.mysql import STRING_TYPES
 
 __all__ = ["VECTOR_OPTION_NAMES", "column_from_vector", "events_from_vector", "options_from_vector",
            "table_from_vector", "value_from_vector"]

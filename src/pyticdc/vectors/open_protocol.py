@@ -15,7 +15,8 @@ from typing import Any, Final
 from pyticdc.codec import open_protocol
 from pyticdc.codec.base import Message
 from pyticdc.codec.jsontext import float32_round
-from pyticdc.model import DDLEvent, DecodeError, Event, RowChange, TableInfo, Value, Watermark
+from pyticdc.errors import DecodeError
+from pyticdc.model import DDLEvent, Event, RowChange, TableInfo, Value, Watermark
 from pyticdc.vectors.compare import diff_bytes, diff_json, expected_bytes
 from pyticdc.vectors.generic import MemoryClaimCheck as _MemoryClaimCheck
 from pyticdc.vectors.generic import check_encode as generic_check_encode

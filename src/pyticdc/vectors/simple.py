@@ -20,7 +20,8 @@ import orjson
 
 from pyticdc.codec.base import Message
 from pyticdc.codec.simple import OPTIONS, Decoder, Encoder, _parse_avro, _Wire
-from pyticdc.model import Bootstrap, DDLEvent, DecodeError, Event, RowChange, Watermark
+from pyticdc.errors import DecodeError
+from pyticdc.model import Bootstrap, DDLEvent, Event, RowChange, Watermark
 from pyticdc.vectors.compare import diff_bytes, diff_json, expected_bytes, json_span, jsonable
 from pyticdc.vectors.generic import MemoryClaimCheck as _MemoryClaimCheck
 from pyticdc.vectors.inputs import events_from_vector, options_from_vector, table_from_vector

@@ -46,7 +46,8 @@ from pyticdc.codec.debezium._decoder import (
 from pyticdc.codec.debezium._encoder import OPTIONS, Encoder
 from pyticdc.codec.options import CodecOptions
 from pyticdc.codec.timezone import load_zone
-from pyticdc.model import DecodeError, Event
+from pyticdc.errors import DecodeError
+from pyticdc.model import Event
 
 __all__ = ["OPTIONS", "PROTOCOL", "Decoder", "Encoder", "decode", "encode", "explain"]
 

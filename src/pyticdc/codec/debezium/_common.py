@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Final, NamedTuple
 from zoneinfo import ZoneInfo
 
-from pyticdc.model import EncodeError
+from pyticdc.errors import EncodeError
 
 PROTOCOL: Final = "debezium"
 

@@ -12,10 +12,10 @@ from typing import Any, Final
 
 import msgspec
 
-from pyticdc.codec.debezium._sql import Literal, statement_column_defs, tokenize, top_level_split
 from pyticdc.codec.debezium._types import DEFAULT_FLEN_DECIMAL, column_is_binary
-from pyticdc.codec.mysql_types import type_to_str
 from pyticdc.model import ActionType, ColumnFlag, ColumnInfo, IndexInfo, TableInfo
+from pyticdc.mysql.sql import Literal, statement_column_defs, tokenize, top_level_split
+from pyticdc.mysql.types import type_to_str
 
 __all__ = [
     "CHANGE_TYPES",

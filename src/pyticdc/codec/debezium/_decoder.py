@@ -70,19 +70,8 @@ from pyticdc.codec.debezium._common import (
 )
 from pyticdc.codec.debezium._ddl import classify_ddl, parse_type_name, table_from_change
 from pyticdc.codec.jsontext import float32_round, format_float_f
-from pyticdc.model import (
-    ColumnFlag,
-    ColumnInfo,
-    DDLEvent,
-    DecodeError,
-    Event,
-    Op,
-    RowChange,
-    TableInfo,
-    Value,
-    Watermark,
-    make_row,
-)
+from pyticdc.errors import DecodeError
+from pyticdc.model import ColumnFlag, ColumnInfo, DDLEvent, Event, Op, RowChange, TableInfo, Value, Watermark, make_row
 
 __all__ = [
     "Converter",

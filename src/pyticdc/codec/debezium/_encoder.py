@@ -61,12 +61,12 @@ from pyticdc.codec.debezium._types import (
 )
 from pyticdc.codec.jsontext import float32_round, shortest_repr
 from pyticdc.codec.timezone import load_zone
+from pyticdc.errors import EncodeError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
     DDLEvent,
-    EncodeError,
     Event,
     Op,
     Row,

@@ -33,8 +33,8 @@ from pyticdc.codec.debezium._common import (
     wall_from_epoch_us,
 )
 from pyticdc.codec.jsontext import format_float_jsoniter, jsoniter_quote
-from pyticdc.codec.mysql_types import type_to_str
 from pyticdc.model import ColumnFlag, ColumnInfo, Value
+from pyticdc.mysql.types import type_to_str
 
 __all__ = [
     "F32",

@@ -75,14 +75,12 @@ from pyticdc.codec.simple._tableschema import (
     table_from_wire,
 )
 from pyticdc.codec.simple.policy import BootstrapPolicy
+from pyticdc.errors import ConfigError, DecodeError, EncodeError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
-    ConfigError,
     DDLEvent,
-    DecodeError,
-    EncodeError,
     Event,
     Op,
     Row,

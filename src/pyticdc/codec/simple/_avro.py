@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import orjson
 
-from pyticdc.model import DecodeError, EncodeError
+from pyticdc.errors import DecodeError, EncodeError
 
 __all__ = [
     "DDL_TYPES",

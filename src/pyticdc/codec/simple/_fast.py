@@ -16,17 +16,17 @@ source only as ``repr()`` literals; everything else comes from the namespace.
 from __future__ import annotations
 
 import binascii
-import math
 import struct
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeAlias, TypeVar, cast
 
 import msgspec
 
-from pyticdc.codec.jsontext import format_float_f, go_json_quote, go_json_quote_bytes
+from pyticdc.codec.jsontext import format_float32, go_json_quote, go_json_quote_bytes
 from pyticdc.codec.simple import _values as V
 from pyticdc.codec.simple._avro import MESSAGE_BRANCH, MESSAGE_TYPES, VALUE_BRANCH, write_long, write_str
-from pyticdc.model import ColumnInfo, DecodeError, Op, Row, RowChange, TableInfo, Value
+from pyticdc.errors import DecodeError
+from pyticdc.model import ColumnInfo, Op, Row, RowChange, TableInfo, Value
 
 __all__ = [
     "FAST_PATH_ERRORS",
@@ -50,7 +50,6 @@ __all__ = [
     "avro_plan",
     "avro_value",
     "float32_buffer",
-    "format_float32",
     "json_plan",
     "json_value",
     "lax_json_safe",
@@ -426,56 +425,6 @@ def lax_json_safe(message: bytes) -> bool:
     No backslash means no escaped "null"/"-0"; then the plain spellings are the only ones left.
     """
     return b"\\" not in message and b'"-0"' not in message and b'"null"' not in message.lower()
-
-
-# --------------------------------------------------------------------------- float32 text
-_F32_PACK: Final = _F32.pack
-_F32_UNPACK: Final = _F32.unpack
-
-
-def format_float32(value: float) -> str:
-    """``strconv.FormatFloat(float32(v), 'f', -1, 32)`` of a finite ``value``: the same text as
-    ``jsontext.format_float_f(float32_round(value), 32)``, faster (OverflowError past float32).
-
-    Searches the fewest decimal places whose correctly rounded text reads back as the same
-    float32. Within a binade the float32 rounding interval is symmetric, so the nearest decimal
-    with k places is the best k-place candidate and "k places round-trip" is monotonic in k: a
-    binary search finds the same shortest digits jsontext's linear search does. Values where that
-    does not hold (a power-of-two significand, whose interval is asymmetric), zero, NaN, ±Inf and
-    magnitudes outside [1e-5, 2**24) — where the shortest digits can have fewer places than an
-    integer, or need many — go to jsontext.
-    """
-    target: float = _F32_UNPACK(_F32_PACK(value))[0]  # OverflowError past float32: caller falls back
-    magnitude = abs(target)
-    if not 1e-5 <= magnitude < 16777216.0 or math.frexp(target)[0] in (0.5, -0.5):
-        return format_float_f(target, 32)
-    packed = _F32_PACK(target)
-    # Decimal places of the 7-significant-digit candidate; any lower bound would do.
-    places = 6 - math.floor(math.log10(magnitude))
-    if places < 0:
-        places = 0
-    text = f"{target:.{places}f}"
-    if _F32_PACK(float(text)) == packed:
-        # Most float32s need 7-9 digits: one place fewer failing settles it.
-        if places and _F32_PACK(float(f"{target:.{places - 1}f}")) == packed:
-            high = places - 1  # known to round-trip; find the fewest places that do
-            low = 0
-            while low < high:
-                middle = (low + high) // 2
-                if _F32_PACK(float(f"{target:.{middle}f}")) == packed:
-                    high = middle
-                else:
-                    low = middle + 1
-            text = f"{target:.{high}f}"
-    else:
-        while True:  # nine significant digits always round-trip
-            places += 1
-            text = f"{target:.{places}f}"
-            if _F32_PACK(float(text)) == packed:
-                break
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 # --------------------------------------------------------------------------- Avro DML

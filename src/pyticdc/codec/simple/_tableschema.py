@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any, Final
 
 from pyticdc.codec.jsontext import go_json_quote
-from pyticdc.codec.mysql_types import type_to_str
 from pyticdc.codec.simple._avro import AvroReader, write_bytes, write_long, write_str
-from pyticdc.model import ColumnFlag, ColumnInfo, DecodeError, EncodeError, IndexInfo, TableInfo
+from pyticdc.errors import DecodeError, EncodeError
+from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, TableInfo
+from pyticdc.mysql.types import type_to_str
 
 __all__ = [
     "avro_table_schema",

@@ -14,7 +14,9 @@ import struct
 from typing import Final
 
 from pyticdc.codec.jsontext import float32_round, format_float_f, go_json_quote, go_json_quote_bytes, go_string
-from pyticdc.model import STRING_TYPES, ColumnInfo, DecodeError, EncodeError, Value
+from pyticdc.errors import DecodeError, EncodeError
+from pyticdc.model import ColumnInfo, Value
+from pyticdc.mysql import STRING_TYPES
 
 __all__ = [
     "KIND_BYTES",
