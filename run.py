@@ -35,6 +35,9 @@ def ensure_environment() -> None:
     print("installing pyticdc and its dependencies (first run only)", flush=True)
     subprocess.run([str(PYTHON), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
     subprocess.run([str(PYTHON), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[all]"], check=True)
+    # The developer tools (pytest, mypy, ruff) are a dependency group, not a user-facing extra.
+    subprocess.run([str(PYTHON), "-m", "pip", "install", "--quiet", "--group", f"{ROOT / 'pyproject.toml'}:dev"],
+                   check=True)
     STAMP.write_text(_fingerprint())
 
 

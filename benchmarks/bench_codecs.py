@@ -25,7 +25,7 @@ import orjson
 from pyticdc.codec import built_protocols, make_decoder, make_encoder
 from pyticdc.codec.base import Message
 from pyticdc.model import Op, Row, RowChange
-from pyticdc.sample import SAMPLE_TABLE
+from pyticdc.sim.sample import SAMPLE_TABLE
 
 CONFIGS: dict[str, list[dict[str, object]]] = {
     "open-protocol": [{}],

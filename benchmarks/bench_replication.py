@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pyticdc.model import ActionType, ColumnInfo, DDLEvent, Event, IndexInfo, Op, Row, RowChange, TableInfo, Watermark
-from pyticdc.sim.workload import table_info_for
+from pyticdc.mysql import table_info_with_flags
 
 PROTOCOL = "canal-json"
 OPTIONS = {"enable-tidb-extension": "true"}
@@ -62,7 +62,7 @@ def _columns(extra: bool) -> list[ColumnInfo]:
 
 def _info(table: str, table_id: int, version: int, extra: bool) -> TableInfo:
     primary = IndexInfo(name="PRIMARY", columns=("id",), primary=True, unique=True)
-    return table_info_for(SCHEMA, table, table_id, version, _columns(extra), [primary], True)
+    return table_info_with_flags(SCHEMA, table, table_id, version, _columns(extra), [primary], True)
 
 
 class Workload:
@@ -182,7 +182,7 @@ def generate(path: Path, rows: int, tables: int) -> tuple[int, dict[tuple[str, s
         return cached
     import msgspec
 
-    from pyticdc.capture import CaptureWriter
+    from pyticdc.io.capture import CaptureWriter
     from pyticdc.routing import Router
 
     offsets: dict[tuple[str, int], int] = {}

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_codecs import make_rows
-from pyticdc.capture import write_capture
 from pyticdc.codec import built_protocols, make_encoder
+from pyticdc.io.capture import write_capture
 from pyticdc.model import Event, KafkaRecord
 
 OPTIONS: dict[str, dict[str, str]] = {"canal-json": {"enable-tidb-extension": "true"},

@@ -48,7 +48,7 @@ class Broker:
 
     def new_topic(self, partitions: int = 3, prefix: str = "t") -> str:
         """Create a fresh topic and return its name."""
-        from pyticdc.kafka import create_topic
+        from pyticdc.io.kafka import create_topic
 
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         create_topic(self.config, name, partitions)
@@ -56,7 +56,7 @@ class Broker:
 
     def produce(self, records: Iterable[Any]) -> list[Any]:
         """Produce KafkaRecords; returns them with their offsets."""
-        from pyticdc.kafka import produce_records
+        from pyticdc.io.kafka import produce_records
 
         return produce_records(self.producer_config, records)
 

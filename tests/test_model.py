@@ -96,7 +96,7 @@ def test_errors_carry_their_context_and_pickle() -> None:
 
 
 def test_chunked_keeps_every_item_in_order() -> None:
-    from pyticdc.iteration import chunked
+    from pyticdc.io.chunks import chunked
 
     assert list(chunked(range(7), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
     assert list(chunked([], 3)) == []

@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 from pyticdc.errors import ConfigError, PyticdcError
-from pyticdc.iteration import chunked
+from pyticdc.io.chunks import chunked
 from pyticdc.model import KafkaRecord
 
 if TYPE_CHECKING:
-    from pyticdc.capture import BadLine
-    from pyticdc.kafka import OffsetRange
+    from pyticdc.io.capture import BadLine
+    from pyticdc.io.kafka import OffsetRange
 
 __all__ = [
     "FAILURE",
@@ -293,7 +293,7 @@ def open_input(args: argparse.Namespace, *, on_bad_line: Callable[[BadLine], Non
         if args.bootstrap_servers:
             raise ConfigError("-t/--topic is required with -b/--bootstrap-servers")
         raise ConfigError("give capture files to read, or -b/--bootstrap-servers with -t/--topic")
-    from pyticdc import kafka
+    from pyticdc.io import kafka
 
     config = kafka_config(args)
     patterns = [t for t in topics if _REGEX_CHARS & set(t)]
@@ -316,7 +316,7 @@ def open_input(args: argparse.Namespace, *, on_bad_line: Callable[[BadLine], Non
 
 def _capture_input(paths: Sequence[Path], capture_format: str,
                    on_bad_line: Callable[[BadLine], None] | None) -> Input:
-    from pyticdc.capture import BadLine, CaptureSplit, capture_files, detect_format, import_parquet, read_split
+    from pyticdc.io.capture import BadLine, CaptureSplit, capture_files, detect_format, import_parquet, read_split
 
     files = capture_files(list(paths))
     formats = [detect_format(path, capture_format) for path in files]
@@ -370,7 +370,7 @@ def resolve_codec(
     iterator = iter(records)
     if args.protocol != "auto":
         return canonical_protocol(args.protocol), options, iterator
-    from pyticdc.inspection import detect_protocol
+    from pyticdc.inspect.summary import detect_protocol
 
     head = list(itertools.islice(iterator, DETECT_SAMPLE))
     protocol, detected = detect_protocol(head)
@@ -447,7 +447,7 @@ def routing(args: argparse.Namespace) -> tuple[str, list[Any]]:
 
 def check_output(args: argparse.Namespace) -> str:
     """Check the destination before anything is read; returns its capture format (``kafka`` for Kafka)."""
-    from pyticdc.capture import import_parquet, writable_format
+    from pyticdc.io.capture import import_parquet, writable_format
 
     servers = getattr(args, "output_bootstrap_servers", None)
     if (args.output is None) == (servers is None):
@@ -483,12 +483,12 @@ def write_records(
     """
     kind = check_output(args)
     if kind != "kafka":
-        from pyticdc.capture import CaptureWriter
+        from pyticdc.io.capture import CaptureWriter
 
         with CaptureWriter(args.output, kind) as writer:
             writer.write_all(with_offsets(records))
         return writer.count, f"{args.output} ({kind})"
-    from pyticdc import kafka
+    from pyticdc.io import kafka
 
     config = kafka_config(args, args.output_bootstrap_servers)
     created: set[str] = set()

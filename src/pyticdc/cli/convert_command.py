@@ -32,7 +32,7 @@ __all__ = ["add_parser"]
 
 def add_parser(subparsers: Any) -> None:
     """Register ``convert``."""
-    from pyticdc.conversion import CAPABILITIES_TABLE
+    from pyticdc.routing.capability import CAPABILITIES_TABLE
 
     parser = subparsers.add_parser(
         "convert", help="re-encode a topic or capture in another protocol, with the target's routing",
@@ -68,7 +68,7 @@ def add_parser(subparsers: Any) -> None:
 def run_convert(args: argparse.Namespace) -> int:
     """Print the loss notes, convert, write; 1 if source records were quarantined or the conversion refused."""
     from pyticdc.codec import canonical_protocol
-    from pyticdc.conversion import Converter
+    from pyticdc.consumer.conversion import Converter
 
     try:
         # What needs no input first: a mistake there is reported before any record is read.
@@ -107,7 +107,7 @@ def run_convert(args: argparse.Namespace) -> int:
         for item in bad[:10]:
             print(f"  {item.topic}/{item.partition}@{item.offset}: {item.reason}", file=sys.stderr)
         if args.quarantine is not None:
-            from pyticdc.capture import write_capture
+            from pyticdc.io.capture import write_capture
             from pyticdc.model import KafkaRecord
 
             write_capture(args.quarantine, [KafkaRecord(topic=q.topic, partition=q.partition, offset=q.offset,

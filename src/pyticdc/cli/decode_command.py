@@ -16,7 +16,7 @@ index in the file (0-based). The protocol is detected from the first records unl
 (for raw files too; name it when a file is too small to tell).
 
 Output (``--format``, alias ``--output-format``): ``jsonl`` (default) one event-JSON object per line
-(:mod:`pyticdc.eventjson`, documented in ``docs/event-json.md``); ``text`` the same events, one
+(:mod:`pyticdc.io.eventjson`, documented in ``docs/event-json.md``); ``text`` the same events, one
 readable line each. A record that does not decode, and a capture line that is not a record (topic
 ``file:PATH``, offset = its byte position), is a ``kind: "error"`` object. Works with the base install:
 only Parquet captures need pyarrow.
@@ -48,11 +48,11 @@ from pyticdc.cli.common import (
     resolve_codec,
 )
 from pyticdc.errors import ConfigError
-from pyticdc.eventjson import KINDS, dumps, error_to_json, event_to_json, event_to_text
+from pyticdc.io.eventjson import KINDS, dumps, error_to_json, event_to_json, event_to_text
 from pyticdc.model import Event, KafkaRecord
 
 if TYPE_CHECKING:
-    from pyticdc.spark.rows import RecordDecoder
+    from pyticdc.arrow.rows import RecordDecoder
 
 __all__ = ["CONTAINERS", "add_parser", "split_container", "split_lines"]
 
@@ -177,7 +177,7 @@ def _raw_input(args: argparse.Namespace) -> Input | None:
 def _event_stream(decoder: RecordDecoder, records: Iterator[KafkaRecord]) -> Iterator[tuple[Any, ...]]:
     """(record, index, event or None, reason or None) in output order, through the Spark decode path's
     per-partition decoders (which hold Simple rows until their schema arrives)."""
-    from pyticdc.spark.rows import EventRowBuilder
+    from pyticdc.arrow.rows import EventRowBuilder
 
     class Collector(EventRowBuilder):
         """Keeps the events themselves instead of building DataFrame rows."""
@@ -195,8 +195,8 @@ def _event_stream(decoder: RecordDecoder, records: Iterator[KafkaRecord]) -> Ite
 
 def run_decode(args: argparse.Namespace) -> int:
     """Print events; 1 if any record failed to decode, 2 on a usage or configuration error."""
-    from pyticdc.capture import BadLine
-    from pyticdc.spark.rows import RecordDecoder, new_decoder
+    from pyticdc.arrow.rows import RecordDecoder, new_decoder
+    from pyticdc.io.capture import BadLine
 
     bad_lines: list[BadLine] = []
     try:

@@ -90,7 +90,7 @@ def run_demo(args: argparse.Namespace) -> int:
             producer_config = dict(config)
             where = f"Kafka at {args.bootstrap_servers}"
         else:
-            from pyticdc.broker import EmbeddedBroker
+            from pyticdc.io.broker import EmbeddedBroker
 
             broker = EmbeddedBroker().start()
             config, producer_config = broker.config, broker.producer_config
@@ -112,11 +112,11 @@ def _run(args: argparse.Namespace, spark: Any, protocol: str, options: dict[str,
          producer_config: dict[str, Any]) -> int:
     from pyticdc.cli.replicate_command import BatchPrinter, format_tables
     from pyticdc.codec import make_encoder
-    from pyticdc.conversion import retime
-    from pyticdc.kafka import create_topic, produce_records
+    from pyticdc.io.kafka import create_topic, produce_records
     from pyticdc.model import DDLEvent, RowChange
     from pyticdc.replica.check import compare_replica
     from pyticdc.routing import Router
+    from pyticdc.routing.stream import retime
     from pyticdc.sim import TruthProjector, WorkloadConfig, simulate
     from pyticdc.spark.replication import ReplicationSource, SparkReplication
 

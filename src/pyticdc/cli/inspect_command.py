@@ -55,7 +55,7 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     import orjson
 
-    from pyticdc.inspection import Inspector, format_summary
+    from pyticdc.inspect.summary import Inspector, format_summary
 
     try:
         if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
@@ -78,7 +78,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary))
     if args.plot is not None:
-        from pyticdc.plotting import plot_summary
+        from pyticdc.inspect.plot import plot_summary
 
         try:
             path = plot_summary(summary, args.plot)

@@ -75,7 +75,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _simulated(args: argparse.Namespace) -> tuple[list[Event], str]:
-    from pyticdc.conversion import retime
+    from pyticdc.routing.stream import retime
     from pyticdc.sim.workload import TEMPLATES, WorkloadConfig, simulate
 
     tables = tuple(t.strip() for t in args.tables.split(",") if t.strip()) if args.tables else tuple(TEMPLATES)
@@ -102,7 +102,7 @@ def read_changelog(paths: Sequence[Path]) -> list[Mapping[str, Any]]:
         if not path.exists():
             raise ConfigError(f"no such changelog file: {path}")
         if path.is_dir() or path.suffix == ".parquet":
-            from pyticdc.capture import import_parquet
+            from pyticdc.io.capture import import_parquet
 
             rows.extend(import_parquet().read_table(path).to_pylist())
             continue
@@ -117,7 +117,7 @@ def read_changelog(paths: Sequence[Path]) -> list[Mapping[str, Any]]:
 
 
 def _changelog(paths: Sequence[Path]) -> tuple[list[Event], str]:
-    from pyticdc.spark_writer import events_from_rows, order_changelog
+    from pyticdc.spark.writer import events_from_rows, order_changelog
 
     rows = read_changelog(paths)
     events = order_changelog(events_from_rows(rows))
@@ -140,8 +140,8 @@ def _paced(records: Iterable[KafkaRecord]) -> Iterator[KafkaRecord]:
 def run_produce(args: argparse.Namespace) -> int:
     """Build the event stream, route it with the target protocol and write it; prints a summary."""
     from pyticdc.codec import canonical_protocol
-    from pyticdc.conversion import StreamClock, place_watermarks, route_stream, with_bootstraps
     from pyticdc.routing import Router
+    from pyticdc.routing.stream import StreamClock, place_watermarks, route_stream, with_bootstraps
 
     try:
         protocol = canonical_protocol(args.protocol)

@@ -224,7 +224,7 @@ def run_replicate(args: argparse.Namespace) -> int:
             table_matcher(args.tables)  # a malformed filter fails now
     except REPORTED as exc:
         return report(args, exc, USAGE)
-    from pyticdc.replica.changes import ReplicaError
+    from pyticdc.errors import ReplicaError
     from pyticdc.spark.replication import SparkReplication
     from pyticdc.spark.session import spark_session
 

@@ -18,7 +18,6 @@ __all__ = [
     "BaseEncoder",
     "CodecOptions",
     "Message",
-    "built_protocols",
     "canonical_protocol",
     "codec_module",
     "decode",
@@ -47,26 +46,8 @@ def canonical_protocol(name: str) -> str:
 
 
 def codec_module(protocol: str) -> ModuleType:
-    """The module implementing ``protocol``; NotImplementedError if it is not built yet."""
-    name = canonical_protocol(protocol)
-    try:
-        return importlib.import_module(PROTOCOLS[name])
-    except ModuleNotFoundError as exc:
-        if exc.name == PROTOCOLS[name]:
-            raise NotImplementedError(f"protocol {name!r} is not implemented yet") from None
-        raise
-
-
-def built_protocols() -> list[str]:
-    """The protocol names whose codec is implemented, in registry order."""
-    built = []
-    for name in PROTOCOLS:
-        try:
-            codec_module(name)
-        except NotImplementedError:
-            continue
-        built.append(name)
-    return built
+    """The package implementing ``protocol`` (``pyticdc.codec.<protocol>``)."""
+    return importlib.import_module(PROTOCOLS[canonical_protocol(protocol)])
 
 
 def make_encoder(

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from pyticdc.mysql.flags import column_flags, handle_index_columns, table_info_with_flags
 from pyticdc.mysql.types import (
+    ALWAYS_UNSIGNED_TYPES,
     BLOB_TYPES,
     CHAR_TYPES,
     DATE_TIME_TYPES,
+    DECIMAL_TYPES,
+    DEFAULT_FLEN_DECIMAL,
     ENUM_SET_TYPES,
     FLOAT_TYPES,
     FRACTIONAL_TIME_TYPES,
@@ -26,14 +29,18 @@ from pyticdc.mysql.types import (
     ColumnType,
     column_type_name,
     parse_column_type,
+    parse_type_name,
     str_to_type,
     type_to_str,
 )
 
 __all__ = [
+    "ALWAYS_UNSIGNED_TYPES",
     "BLOB_TYPES",
     "CHAR_TYPES",
     "DATE_TIME_TYPES",
+    "DECIMAL_TYPES",
+    "DEFAULT_FLEN_DECIMAL",
     "ENUM_SET_TYPES",
     "FLOAT_TYPES",
     "FRACTIONAL_TIME_TYPES",
@@ -50,6 +57,7 @@ __all__ = [
     "column_type_name",
     "handle_index_columns",
     "parse_column_type",
+    "parse_type_name",
     "str_to_type",
     "table_info_with_flags",
     "type_to_str",

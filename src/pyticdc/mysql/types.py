@@ -13,9 +13,12 @@ from typing import Final
 from pyticdc.model import ColumnInfo, TypeCode
 
 __all__ = [
+    "ALWAYS_UNSIGNED_TYPES",
     "BLOB_TYPES",
     "CHAR_TYPES",
     "DATE_TIME_TYPES",
+    "DECIMAL_TYPES",
+    "DEFAULT_FLEN_DECIMAL",
     "ENUM_SET_TYPES",
     "FLOAT_TYPES",
     "FRACTIONAL_TIME_TYPES",
@@ -30,6 +33,7 @@ __all__ = [
     "ColumnType",
     "column_type_name",
     "parse_column_type",
+    "parse_type_name",
     "str_to_type",
     "type_to_str",
 ]
@@ -60,6 +64,10 @@ TEXT_VALUE_TYPES: Final = frozenset({
 DATE_TIME_TYPES: Final = frozenset({T.DATE, T.DATETIME, T.TIMESTAMP, T.NEWDATE})
 #: Types whose ``decimal`` is a fractional-seconds precision: DATETIME, TIMESTAMP, TIME.
 FRACTIONAL_TIME_TYPES: Final = frozenset({T.DATETIME, T.TIMESTAMP, T.TIME})
+#: DECIMAL and the pre-5.0 DECIMAL code.
+DECIMAL_TYPES: Final = frozenset({T.NEWDECIMAL, T.DECIMAL_OLD})
+#: YEAR and BIT: TiDB gives them the Unsigned flag whatever the DDL says (reference §1.2).
+ALWAYS_UNSIGNED_TYPES: Final = frozenset({T.YEAR, T.BIT})
 
 #: TiDB ``type2Str``: type code → name for a non-binary charset (``parser/types/etc.go``).
 TYPE_NAMES: Final[dict[int, str]] = {
@@ -171,3 +179,32 @@ def parse_column_type(text: str) -> ColumnType:
         word=word, type_code=code, binary=binary, unsigned=unsigned, zerofill=zerofill, flen=flen, decimal=decimal,
         elems=elems,
     )
+
+
+#: TiDB ``mysql.GetDefaultFieldLengthAndDecimal``: (flen, decimal) per type code.
+DEFAULT_FLEN_DECIMAL: Final[dict[int, tuple[int, int]]] = {
+    T.BIT: (1, 0), T.TINY: (4, 0), T.SHORT: (6, 0), T.INT24: (9, 0), T.LONG: (11, 0), T.LONGLONG: (20, 0),
+    T.DOUBLE: (22, -1), T.FLOAT: (12, -1), T.NEWDECIMAL: (10, 0), T.TIME: (10, 0), T.DATE: (10, 0),
+    T.TIMESTAMP: (19, 0), T.DATETIME: (19, 0), T.YEAR: (4, 0), T.STRING: (1, 0), T.VARCHAR: (5, 0),
+    T.VAR_STRING: (5, 0), T.TINY_BLOB: (255, 0), T.BLOB: (65535, 0), T.MEDIUM_BLOB: (16777215, 0),
+    T.LONG_BLOB: (4294967295, 0), T.JSON: (4294967295, 0), T.NULL: (0, 0), T.SET: (-1, 0), T.ENUM: (-1, 0),
+}
+
+
+def parse_type_name(name: str) -> tuple[int, bool, bool, bool] | None:
+    """(type code, binary charset, unsigned, zerofill) of a TiDB type name (``INT UNSIGNED``); None if unknown.
+
+    The name is ``TypeToStr``'s word without a width; every type but the text ones (CHAR, VARCHAR,
+    TEXT, ENUM, SET) has the binary charset.
+    """
+    words = name.strip().lower().split()
+    if not words:
+        return None
+    word = words[0]
+    code = STR_TO_TYPE.get(word.replace("blob", "text", 1).replace("binary", "char", 1))
+    if code is None:
+        return None
+    binary = "blob" in word or "binary" in word or code not in STRING_TYPES | ENUM_SET_TYPES
+    zerofill = "zerofill" in words[1:]
+    unsigned = "unsigned" in words[1:] or zerofill
+    return code, binary, unsigned, zerofill

@@ -14,7 +14,7 @@ name                                what
 ==================================  ==================================================================
 
 A warehouse directory holds one Delta table per upstream table (``<schema>/<table>``, typed from the TiDB
-column types as :mod:`pyticdc.spark.types` maps them) and ``_pyticdc/`` (progress, quarantine, dropped
+column types as :mod:`pyticdc.arrow.types` maps them) and ``_pyticdc/`` (progress, quarantine, dropped
 tables). Tables are written with ``deltalake`` (delta-rs) and read by anything that reads Delta. Keys:
 a table is kept by MERGE on its handle — the primary key, else a NOT NULL unique key (TiCDC's handle);
 without one, on ``_tidb_rowid`` when the protocol carries it (Open Protocol), else on a digest of the
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pyticdc.replica.applier import ApplyStats, DeltaReplica, Hook, SimulatedCrash
-from pyticdc.replica.changes import NetChange, ReplicaError, net_change
+from pyticdc.replica.changes import NetChange, net_change
 from pyticdc.replica.check import compare_replica, read_replica, unsettled_tables
 from pyticdc.replica.ddl import (
     AlterTable,
@@ -58,7 +58,6 @@ __all__ = [
     "NetChange",
     "Progress",
     "RenameTable",
-    "ReplicaError",
     "Replicator",
     "SchemaChange",
     "SimulatedCrash",

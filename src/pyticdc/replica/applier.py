@@ -32,8 +32,10 @@ import msgspec
 import pyarrow as pa
 
 from pyticdc.consumer import ApplyUnit, QuarantinedRecord, handle_columns
+from pyticdc.errors import ReplicaError
 from pyticdc.model import ColumnInfo, DDLEvent, RowChange, TableInfo
-from pyticdc.replica.changes import ReplicaError, net_change
+from pyticdc.mysql import DECIMAL_TYPES
+from pyticdc.replica.changes import net_change
 from pyticdc.replica.ddl import (
     AlterTable,
     CreateTable,
@@ -115,7 +117,7 @@ def _widen_decimal(info: TableInfo, message: str) -> TableInfo | None:
     # decimal(38, scale): exact for every value it held, and the widest Arrow decimal.
     prefix = f"{info.qualified_name}."
     for index, column in enumerate(info.columns):
-        if message.startswith(f"{prefix}{column.name}:") and column.type_code in (0, 246) and 0 < column.flen < 38:
+        if message.startswith(f"{prefix}{column.name}:") and column.type_code in DECIMAL_TYPES and 0 < column.flen < 38:
             widened = msgspec.structs.replace(column, flen=38)
             return msgspec.structs.replace(info, columns=(*info.columns[:index], widened, *info.columns[index + 1:]))
     return None
@@ -126,7 +128,7 @@ def _reconcile(info: TableInfo, current: pa.Schema) -> TableInfo:
     columns = list(info.columns)
     changed = False
     for index, column in enumerate(columns):
-        if column.type_code not in (0, 246) or column.name not in current.names:
+        if column.type_code not in DECIMAL_TYPES or column.name not in current.names:
             continue
         stored = current.field(column.name).type
         if pa.types.is_decimal(stored) and stored.precision > column.flen > 0:

@@ -25,16 +25,13 @@ from operator import itemgetter
 from typing import Literal
 
 from pyticdc.consumer import handle_columns
+from pyticdc.errors import ReplicaError
 from pyticdc.model import Op, Row, RowChange
 
-__all__ = ["NetChange", "ReplicaError", "Strategy", "net_change", "segment_strategy"]
+__all__ = ["NetChange", "Strategy", "net_change", "segment_strategy"]
 
 #: How a replica table finds a row (see the module docstring).
 Strategy = Literal["key", "rowid", "image"]
-
-
-class ReplicaError(Exception):
-    """Changes a replica cannot apply faithfully (a row carrying only its handle, an unknown table...)."""
 
 
 @dataclass

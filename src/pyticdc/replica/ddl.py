@@ -31,8 +31,16 @@ from typing import Final, Union
 
 import msgspec
 
-from pyticdc.codec.debezium._ddl import parse_type_name
 from pyticdc.model import ColumnInfo, DDLEvent, IndexInfo, TableInfo, TypeCode
+from pyticdc.mysql import (
+    ALWAYS_UNSIGNED_TYPES,
+    ENUM_SET_TYPES,
+    FLOAT_TYPES,
+    FRACTIONAL_TIME_TYPES,
+    INTEGER_OR_YEAR_TYPES,
+    INTEGER_TYPES,
+    table_info_with_flags,
+)
 from pyticdc.mysql.sql import (
     ColumnDef,
     Token,
@@ -41,6 +49,7 @@ from pyticdc.mysql.sql import (
     tokenize,
     top_level_split,
 )
+from pyticdc.mysql.types import parse_type_name
 
 __all__ = [
     "AlterTable",
@@ -131,8 +140,6 @@ _ALIASES: Final = {
     "INT3": "MEDIUMINT", "INT4": "INT", "INT8": "BIGINT", "NCHAR": "CHAR", "NVARCHAR": "VARCHAR",
     "VARCHARACTER": "VARCHAR", "LONG": "MEDIUMTEXT",
 }
-_TIME_CODES: Final = frozenset({TypeCode.DATETIME, TypeCode.TIMESTAMP, TypeCode.TIME})
-_FRACTION_CODES: Final = frozenset({TypeCode.NEWDECIMAL, TypeCode.FLOAT, TypeCode.DOUBLE})
 # ALTER TABLE clauses that change no row: indexes, constraints, table options, defaults of existing columns.
 _NO_DATA_WORDS: Final = frozenset({
     "INDEX", "KEY", "UNIQUE", "PRIMARY", "CONSTRAINT", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "VECTOR",
@@ -170,7 +177,7 @@ def _default_text(definition: ColumnDef, column_type: int) -> str | None:
         return str(int(literal.text or "0", 2))
     if literal.kind == "hex":
         number = int(literal.text or "0", 16)
-        if column_type in (TypeCode.BIT,) or column_type in (1, 2, 3, 8, 9, 13):
+        if column_type == TypeCode.BIT or column_type in INTEGER_OR_YEAR_TYPES:
             return str(number)
         return bytes.fromhex(literal.text).decode("utf-8", "replace")
     return literal.text
@@ -184,13 +191,13 @@ def column_from_definition(definition: ColumnDef) -> ColumnInfo:
     args = definition.args
     flen, decimal = -1, -1
     elems: tuple[str, ...] | None = None
-    if code in (TypeCode.ENUM, TypeCode.SET):
+    if code in ENUM_SET_TYPES:
         elems = tuple(args)
-    elif code in _TIME_CODES:
+    elif code in FRACTIONAL_TIME_TYPES:
         decimal = _int_arg(args, 0, 0)
     elif code == TypeCode.NEWDECIMAL:
         flen, decimal = _int_arg(args, 0, 10), _int_arg(args, 1, 0)
-    elif code in _FRACTION_CODES:
+    elif code in FLOAT_TYPES:
         flen, decimal = _int_arg(args, 0, -1), _int_arg(args, 1, -1)
     else:
         flen = _int_arg(args, 0, 1 if definition.type_name in ("BOOL", "BOOLEAN") else -1)
@@ -198,7 +205,7 @@ def column_from_definition(definition: ColumnDef) -> ColumnInfo:
     if not charset:
         charset = "binary" if binary else "utf8mb4"
     collation = definition.collate or ("binary" if charset == "binary" else f"{charset}_bin")
-    unsigned = unsigned or definition.unsigned or code in (TypeCode.YEAR, TypeCode.BIT)
+    unsigned = unsigned or definition.unsigned or code in ALWAYS_UNSIGNED_TYPES
     return ColumnInfo(
         name=definition.name, type_code=code, charset=charset, collation=collation, flen=flen, decimal=decimal,
         elems=elems, unsigned=unsigned, zerofill=zerofill or definition.zerofill,
@@ -209,14 +216,9 @@ def column_from_definition(definition: ColumnDef) -> ColumnInfo:
 
 def _with_flags(schema: str, table: str, base: TableInfo | None, columns: Sequence[ColumnInfo],
                 indexes: Sequence[IndexInfo], pk_is_handle: bool) -> TableInfo:
-    # TiCDC's column flags (handle key = PK, else the NOT NULL unique key with fewest columns), computed the
-    # way the simulator computes them for the upstream, so the replica and the source agree on handles.
-    from pyticdc.sim.workload import table_info_for
-
-    plain = [msgspec.structs.replace(c, flags=0) for c in columns]
-    info = table_info_for(schema, table, base.table_id if base else 0, base.schema_version if base else 0, plain,
-                          list(indexes), pk_is_handle)
-    return info
+    # The same flag derivation the upstream's TableInfo gets, so the replica and the source agree on handles.
+    return table_info_with_flags(schema, table, base.table_id if base else 0, base.schema_version if base else 0,
+                                 columns, indexes, pk_is_handle)
 
 
 # --------------------------------------------------------------------------- statements
@@ -274,7 +276,7 @@ def _create(ddl: DDLEvent, tokens: list[Token], at: int, lookup: Lookup) -> list
         indexes.append(IndexInfo(name="PRIMARY", columns=tuple(primary), primary=True, unique=True))
     uniques = [list(u) for u in parsed.uniques] + [[d.name] for d in parsed.columns if d.unique]
     indexes.extend(IndexInfo(name=f"uk_{i}", columns=tuple(u), unique=True) for i, u in enumerate(uniques))
-    integer = {c.name for c in columns if c.type_code in (1, 2, 3, 8, 9)}
+    integer = {c.name for c in columns if c.type_code in INTEGER_TYPES}
     pk_is_handle = len(primary) == 1 and primary[0] in integer and not _NONCLUSTERED.search(ddl.query)
     return [CreateTable(key, _with_flags(key[0], key[1], None, columns, indexes, pk_is_handle))]
 

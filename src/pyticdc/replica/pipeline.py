@@ -30,10 +30,9 @@ import msgspec
 
 from pyticdc.codec import canonical_protocol
 from pyticdc.consumer import Consumer
-from pyticdc.errors import ConfigError
+from pyticdc.errors import ConfigError, ReplicaError
 from pyticdc.model import KafkaRecord
 from pyticdc.replica.applier import DeltaReplica, Hook
-from pyticdc.replica.changes import ReplicaError
 from pyticdc.replica.progress import Progress, TableEntry
 from pyticdc.replica.store import APP_ID
 

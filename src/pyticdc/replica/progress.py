@@ -28,10 +28,10 @@ import msgspec
 import orjson
 import pyarrow as pa
 
+from pyticdc.arrow.rows import parse_table_info, table_info_json
+from pyticdc.errors import ReplicaError
 from pyticdc.model import TableInfo, physical_ms
-from pyticdc.replica.changes import ReplicaError
 from pyticdc.replica.store import DeltaStore
-from pyticdc.spark.rows import parse_table_info, table_info_json
 
 __all__ = ["PROGRESS_SCHEMA", "Progress", "TableEntry", "read_progress", "tso_time", "write_progress"]
 

@@ -1,6 +1,6 @@
 """Replica table layout in Arrow: typed rows of a net change, row digests, and schema evolution (pure).
 
-A replica table has the table's columns, typed with the ingestion mapping (:mod:`pyticdc.spark.types`:
+A replica table has the table's columns, typed with the ingestion mapping (:mod:`pyticdc.arrow.types`:
 the same text rendering and converters as ``typed_rows``), after these metadata columns:
 
 ========================  ================  ==================================================================
@@ -28,10 +28,11 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyticdc.arrow.rows import row_images
+from pyticdc.arrow.types import column_arrow_type, table_arrow_schema, text_converter, typed_arrays
+from pyticdc.errors import ReplicaError
 from pyticdc.model import RowChange, TableInfo
-from pyticdc.replica.changes import NetChange, ReplicaError
-from pyticdc.spark.rows import row_images
-from pyticdc.spark.types import column_arrow_type, table_arrow_schema, text_converter, typed_arrays
+from pyticdc.replica.changes import NetChange
 
 __all__ = [
     "COMMIT_TS",

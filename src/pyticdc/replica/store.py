@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from pyticdc.replica.changes import ReplicaError
+from pyticdc.errors import ReplicaError
 
 __all__ = ["APP_ID", "DeltaStore", "ddl_position", "rows_position", "safe_name"]
 

@@ -136,7 +136,7 @@ class Router:
     ) -> None:
         self.protocol = canonical_protocol(protocol)
         self.batch_by_partition_key = batch_by_partition_key
-        module = codec_module(self.protocol)  # NotImplementedError now rather than at the first event
+        module = codec_module(self.protocol)
         self.options: dict[str, Any] = dict(options or {})
         if topic_max_message_bytes is not None or broker_message_max_bytes is not None:
             # §1.4: the encoders see the sink limit capped by the topic's (or broker's) limit - 128.

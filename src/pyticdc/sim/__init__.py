@@ -9,18 +9,16 @@ and compares the replica with the truth at every consistent ts.
 from __future__ import annotations
 
 from pyticdc.sim.faults import Sent, add_garbage, duplicate, interleave, produce, replay_ranges, restart, with_offsets
-from pyticdc.sim.oracle import FaultPlan, OracleMismatch, OracleReport, TruthProjector, check_history, compare, inject
-from pyticdc.sim.replica import Replica, ReplicaError, ReplicaTable
-from pyticdc.sim.workload import TEMPLATES, History, TableTruth, WorkloadConfig, simulate, table_info_for
+from pyticdc.sim.oracle import FaultPlan, OracleReport, TruthProjector, check_history, compare, inject
+from pyticdc.sim.replica import Replica, ReplicaTable
+from pyticdc.sim.workload import TEMPLATES, History, TableTruth, WorkloadConfig, simulate
 
 __all__ = [
     "TEMPLATES",
     "FaultPlan",
     "History",
-    "OracleMismatch",
     "OracleReport",
     "Replica",
-    "ReplicaError",
     "ReplicaTable",
     "Sent",
     "TableTruth",
@@ -36,6 +34,5 @@ __all__ = [
     "replay_ranges",
     "restart",
     "simulate",
-    "table_info_for",
     "with_offsets",
 ]

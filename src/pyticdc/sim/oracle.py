@@ -18,6 +18,7 @@ from typing import Any
 from pyticdc.codec import make_encoder
 from pyticdc.codec.base import BaseEncoder
 from pyticdc.consumer import ApplyUnit, Consumer, ConsumerStats, handle_columns
+from pyticdc.errors import OracleMismatch
 from pyticdc.model import KafkaRecord, Op, Row, RowChange, TableInfo, physical_ms
 from pyticdc.sim.faults import (
     Logs,
@@ -32,7 +33,7 @@ from pyticdc.sim.faults import (
 from pyticdc.sim.replica import Replica
 from pyticdc.sim.workload import History, Snapshot, TableTruth
 
-__all__ = ["FaultPlan", "OracleMismatch", "OracleReport", "TruthProjector", "check_history", "compare", "inject"]
+__all__ = ["FaultPlan", "OracleReport", "TruthProjector", "check_history", "compare", "inject"]
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,6 @@ def inject(logs: Logs, plan: FaultPlan, rng: random.Random) -> Logs:
     logs = duplicate(logs, rng, rate=plan.duplicate_rate)
     logs = replay_ranges(logs, rng, count=plan.replays)
     return add_garbage(logs, rng, count=plan.garbage)
-
-
-class OracleMismatch(AssertionError):
-    """The replica differs from the truth; the message names the first differing table and row."""
 
 
 @dataclass

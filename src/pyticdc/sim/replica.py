@@ -17,17 +17,14 @@ from operator import itemgetter
 from typing import Final
 
 from pyticdc.consumer import ApplyUnit, QuarantinedRecord, handle_columns
+from pyticdc.errors import ReplicaError
 from pyticdc.model import DDLEvent, Op, Row, RowChange, Value
 
-__all__ = ["Replica", "ReplicaError", "ReplicaTable", "Strategy"]
+__all__ = ["Replica", "ReplicaTable", "Strategy"]
 
 #: How a table's rows are found: ("key", column names) | ("rowid",) | ("image",).
 Strategy = tuple[str, ...]
 _BY_NAME = itemgetter(0)
-
-
-class ReplicaError(Exception):
-    """An apply unit that does not fit the replica: a row applied twice, a missing row, an unknown table."""
 
 
 def _strategy(row: RowChange, image: Row) -> Strategy:

@@ -33,9 +33,10 @@ from pyticdc.model import (
     Value,
     Watermark,
 )
+from pyticdc.mysql import table_info_with_flags
 from pyticdc.sim.values import random_value
 
-__all__ = ["TEMPLATES", "History", "TableTruth", "WorkloadConfig", "simulate", "table_info_for"]
+__all__ = ["TEMPLATES", "History", "TableTruth", "WorkloadConfig", "simulate"]
 
 F = ColumnFlag
 #: TiDB's first auto-allocated table id in a fresh cluster is around 100.
@@ -178,52 +179,6 @@ def _templates(vector: bool) -> dict[str, Template]:
 
 #: The table shapes, by the name of their first instance.
 TEMPLATES: Final[dict[str, Template]] = _templates(vector=True)
-
-
-def table_info_for(
-    schema: str, table: str, table_id: int, schema_version: int, columns: tuple[ColumnInfo, ...] | list[ColumnInfo],
-    indexes: tuple[IndexInfo, ...] | list[IndexInfo], pk_is_handle: bool,
-) -> TableInfo:
-    """A TableInfo with TiCDC's column flags computed from columns and indexes (reference §1.2)."""
-    flags: dict[str, int] = {}
-    for column in columns:
-        bits = 0
-        if column.charset == "binary":
-            bits |= F.BINARY
-        if column.nullable:
-            bits |= F.NULLABLE
-        if column.unsigned or column.type_code in (TypeCode.YEAR, TypeCode.BIT):
-            bits |= F.UNSIGNED
-        flags[column.name] = bits
-    for index in indexes:
-        for name in index.columns:
-            if index.primary:
-                flags[name] |= F.PRIMARY_KEY
-            elif index.unique:
-                flags[name] |= F.UNIQUE_KEY
-            if len(index.columns) > 1:
-                flags[name] |= F.MULTIPLE_KEY
-    for name in _handle_columns(columns, indexes, pk_is_handle):
-        flags[name] |= F.HANDLE_KEY
-    return TableInfo(
-        schema=schema, table=table, table_id=table_id, schema_version=schema_version, pk_is_handle=pk_is_handle,
-        columns=tuple(msgspec.structs.replace(c, flags=flags[c.name]) for c in columns), indexes=tuple(indexes),
-    )
-
-
-def _handle_columns(
-    columns: tuple[ColumnInfo, ...] | list[ColumnInfo], indexes: tuple[IndexInfo, ...] | list[IndexInfo],
-    pk_is_handle: bool,
-) -> tuple[str, ...]:
-    # TiCDC findHandleIndex: the PK, else the NOT NULL unique index with fewest columns (ties: first).
-    for index in indexes:
-        if index.primary:
-            return index.columns
-    nullable = {c.name for c in columns if c.nullable}
-    candidates = [i for i in indexes if i.unique and not nullable.intersection(i.columns)]
-    if not candidates:
-        return ()
-    return min(candidates, key=lambda i: len(i.columns)).columns
 
 
 @dataclass(frozen=True)
@@ -370,7 +325,7 @@ class _Simulator:
 
     # ------------------------------------------------------------------ tables
     def rebuild(self, table: _Table) -> None:
-        table.info = table_info_for(self.config.schema, table.name, table.table_id, table.schema_version,
+        table.info = table_info_with_flags(self.config.schema, table.name, table.table_id, table.schema_version,
                                     table.columns, table.indexes, table.template.pk_is_handle)
 
     def new_table_id(self) -> int:

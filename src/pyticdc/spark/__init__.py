@@ -13,8 +13,9 @@ name                        what
 ``write_events``            the same for a batch DataFrame
 ==========================  ==================================================================
 
-Importing this package does not import pyspark; each name loads its module on first use. The pure
-modules (``rows``, ``types``, ``options``, ``sinks``' Arrow helpers) need only pyarrow.
+Importing this package does not import pyspark; each name loads its module on first use. The typed
+rows and Arrow types these build on are in :mod:`pyticdc.arrow` (pyarrow only); ``options`` and
+``sinks``' Arrow helpers need only pyarrow too.
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ JVM connector the same decode applies to ``spark.readStream.format("kafka")``::
     raw = spark.readStream.format("kafka").option("kafka.bootstrap.servers", ...).option("subscribe", "cdc").load()
     events = decode_kafka(raw, "canal-json", {"enable-tidb-extension": "true"})
 
-Decoding runs in ``mapInArrow`` with the pure functions of :mod:`pyticdc.spark.rows`. Each Spark partition
+Decoding runs in ``mapInArrow`` with the pure functions of :mod:`pyticdc.arrow.rows`. Each Spark partition
 of the Kafka source is one Kafka partition range in offset order, which is what the stateful Simple decoder
 needs; do not repartition (or set the Kafka source's ``minPartitions``) before decoding Simple.
 
 ``typed_rows(events, schema="shop", table="orders")`` gives the rows of one table with typed columns
-(mapping in :mod:`pyticdc.spark.types`), using the table's latest TableInfo found in the events unless one
+(mapping in :mod:`pyticdc.arrow.types`), using the table's latest TableInfo found in the events unless one
 is given.
 """
 
@@ -26,11 +26,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from pyticdc.arrow.rows import decode_kafka_batches, event_arrow_schema, new_decoder, parse_table_info
+from pyticdc.arrow.types import project_rows, table_arrow_schema
 from pyticdc.codec import canonical_protocol
 from pyticdc.errors import ConfigError
 from pyticdc.model import TableInfo
-from pyticdc.spark.rows import decode_kafka_batches, event_arrow_schema, new_decoder, parse_table_info
-from pyticdc.spark.types import project_rows, table_arrow_schema
 
 __all__ = ["decode_kafka", "event_schema", "table_infos", "typed_rows", "typed_schema"]
 
@@ -51,7 +51,7 @@ def _decode_partition(batches: Iterator[pa.RecordBatch], protocol: str, options:
                       batch_rows: int, kafka: dict[str, str] | None, lookback: int) -> Iterator[pa.RecordBatch]:
     chunks = None
     if kafka and lookback:
-        from pyticdc.kafka import lookback_chunks
+        from pyticdc.io.kafka import lookback_chunks
 
         chunks = partial(lookback_chunks, kafka, limit=lookback)
     return decode_kafka_batches(batches, protocol, options, batch_rows=batch_rows, lookback=chunks)
@@ -107,7 +107,7 @@ def typed_rows(
     events: DataFrame, table_info: TableInfo | None = None, *, schema: str | None = None, table: str | None = None,
     image: str = "current", time_zone: str = "UTC",
 ) -> DataFrame:
-    """Rows of one table with typed columns (see :mod:`pyticdc.spark.types`).
+    """Rows of one table with typed columns (see :mod:`pyticdc.arrow.types`).
 
     The table is ``table_info``'s, or ``schema``.``table`` with its latest TableInfo from the events.
     ``image``: ``current`` (post-image, a delete's pre-image), ``post`` or ``pre``. ``time_zone`` is the

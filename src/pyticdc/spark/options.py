@@ -9,7 +9,7 @@ Decoding
                                   ``large-message-handle-option``, ``claim-check-storage-uri``, ``time-zone``:
                                   passed to the decoder; an unknown name fails when the query is defined
     ``output``                    ``events`` (default): one row per decoded event (see
-                                  :mod:`pyticdc.spark.rows`); ``records``: the raw Kafka records with the Kafka
+                                  :mod:`pyticdc.arrow.rows`); ``records``: the raw Kafka records with the Kafka
                                   source's columns, for :func:`pyticdc.spark.frames.decode_kafka` or archiving
     ``batchRows``                 rows per Arrow batch handed to Spark (default 8192)
 
@@ -154,7 +154,7 @@ class SourceOptions:
         codec = {k: v for k, v in lowered.items()
                  if k not in SOURCE_OPTIONS and k not in _SPARK_OWN and not k.startswith("kafka.")}
         if check_decoder:
-            from pyticdc.spark.rows import new_decoder
+            from pyticdc.arrow.rows import new_decoder
 
             new_decoder(protocol, codec)  # ConfigError for an unknown or invalid codec option, now
         output = lowered.get("output", "events").lower()

@@ -40,7 +40,7 @@ import orjson
 
 from pyticdc.codec import canonical_protocol
 from pyticdc.errors import ConfigError
-from pyticdc.iteration import chunked
+from pyticdc.io.chunks import chunked
 from pyticdc.model import KafkaRecord
 from pyticdc.replica.applier import Hook
 from pyticdc.replica.pipeline import BatchReport, Replicator
@@ -120,7 +120,7 @@ class ReplicationSource:
 
     def kafka_partitions(self) -> list[TopicPartition]:
         """The Kafka partitions this source reads (asks the broker)."""
-        from pyticdc.kafka import list_partitions, select_topics
+        from pyticdc.io.kafka import list_partitions, select_topics
 
         return select_topics(list_partitions(dict(self.kafka)), subscribe=self.topics, pattern=self.pattern)
 
@@ -147,7 +147,7 @@ def capture_partitions(paths: str | Sequence[str | Path], capture_format: str = 
     """
     import gzip
 
-    from pyticdc.capture import capture_files, detect_format, import_parquet
+    from pyticdc.io.capture import capture_files, detect_format, import_parquet
 
     seen: set[TopicPartition] = set()
     for path in capture_files(list(paths) if not isinstance(paths, str) else paths):
@@ -176,7 +176,7 @@ def read_records(df: Any, *, bounded: bool = True) -> Iterator[KafkaRecord]:
     job, every partition read in parallel. Otherwise (a whole capture) streamed one Spark partition at a time,
     so the driver never holds more than one.
     """
-    from pyticdc.capture import arrow_to_records
+    from pyticdc.io.capture import arrow_to_records
     from pyticdc.spark.sinks import arrow_batches
 
     columns = [c for c in ("key", "value", "topic", "partition", "offset", "timestamp") if c in df.columns]
@@ -240,7 +240,7 @@ def _prefetched(items: Iterator[Any], size: int) -> Iterator[Any]:
 
 
 def _json(offsets: Mapping[TopicPartition, int]) -> str:
-    from pyticdc.kafka import offsets_json
+    from pyticdc.io.kafka import offsets_json
 
     return orjson.dumps(offsets_json(offsets)).decode()
 
@@ -321,7 +321,7 @@ class SparkReplication:
         return reports
 
     def _run_kafka(self) -> Iterator[BatchReport]:
-        from pyticdc.kafka import EARLIEST, cap_offsets, watermarks
+        from pyticdc.io.kafka import EARLIEST, cap_offsets, watermarks
 
         bounds = watermarks(dict(self.source.kafka), self.source.kafka_partitions())
         ends = {tp: high for tp, (_low, high) in bounds.items()}
@@ -382,7 +382,7 @@ class SparkReplication:
         reader = self.spark.readStream.format("pyticdc")
         options = self.source.spark_options()
         if self.source.is_kafka:
-            from pyticdc.kafka import EARLIEST
+            from pyticdc.io.kafka import EARLIEST
 
             # Where the progress is (a partition never read: its earliest offset, retention may have moved it).
             offsets = self.replicator().next_offsets()

@@ -19,7 +19,6 @@ For each (protocol, dispatcher, seed) of ``pyticdc selftest --engine spark``:
 
 from __future__ import annotations
 
-import argparse
 import random
 import shutil
 import tempfile
@@ -29,15 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from pyticdc.errors import OracleMismatch
 from pyticdc.model import physical_ms
 from pyticdc.replica.applier import SimulatedCrash
 
-__all__ = ["CRASH_POINTS", "CrashPlan", "SparkOracleReport", "check_history_on_spark", "run_spark_selftest"]
+__all__ = ["CRASH_POINTS", "CrashPlan", "SparkOracleReport", "check_history_on_spark"]
 
 #: Where a crash can be injected (hook points of :class:`pyticdc.replica.DeltaReplica`).
 CRASH_POINTS: Final = ("before-progress", "after-table-commit", "before-table-commit", "after-progress")
-#: Canal-JSON and Debezium carry watermarks only with the TiDB extension.
-_NEEDS_EXTENSION: Final = ("canal-json", "debezium")
 
 
 @dataclass
@@ -92,24 +90,14 @@ class SparkOracleReport:
     seconds: float = 0.0
 
 
-class SparkOracleMismatch(AssertionError):
-    """The Delta replica differs from the truth."""
-
-
-def _options(protocol: str, assignments: Mapping[str, str]) -> dict[str, Any]:
-    options: dict[str, Any] = {"enable-tidb-extension": True} if protocol in _NEEDS_EXTENSION else {}
-    options.update(assignments)
-    return options
-
-
 def check_history_on_spark(
     spark: Any, history: Any, protocol: str, options: Mapping[str, Any] | None = None, *, plan: Any = None,
     seed: int = 0, partitions: int = 3, rules: Sequence[Mapping[str, Any]] = (), workdir: str | Path | None = None,
     batches: int = 8, crash_plan: CrashPlan | None = None,
 ) -> SparkOracleReport:
-    """Produce with faults, replicate on Spark with crashes and compare; SparkOracleMismatch on a difference."""
-    from pyticdc.capture import write_capture
+    """Produce with faults, replicate on Spark with crashes and compare; OracleMismatch on a difference."""
     from pyticdc.codec import make_encoder
+    from pyticdc.io.capture import write_capture
     from pyticdc.replica.check import compare_replica, unsettled_tables
     from pyticdc.replica.store import DeltaStore
     from pyticdc.sim import FaultPlan, TruthProjector, inject, interleave, produce, with_offsets
@@ -145,7 +133,7 @@ def check_history_on_spark(
             difference = compare_replica(warehouse, projector.snapshot(truth), {k: t.info for k, t in truth.items()},
                                          time_zone=time_zone)
             if difference is not None:
-                raise SparkOracleMismatch(f"{label}: {where} the Delta replica differs from the truth at "
+                raise OracleMismatch(f"{label}: {where} the Delta replica differs from the truth at "
                                           f"consistent_ts={consistent_ts}: {difference}")
             report.checks += 1
 
@@ -169,16 +157,16 @@ def check_history_on_spark(
             break
         report.crashes = list(crash_plan.happened)
         if final.consistent_ts != history.final_resolved_ts:
-            raise SparkOracleMismatch(f"{label}: replication ended at consistent_ts={final.consistent_ts}, not at "
+            raise OracleMismatch(f"{label}: replication ended at consistent_ts={final.consistent_ts}, not at "
                                       f"the final watermark {history.final_resolved_ts}")
         unsettled = unsettled_tables(warehouse)
         if unsettled:
-            raise SparkOracleMismatch(f"{label}: tables ahead of the committed progress at the end: {unsettled}")
+            raise OracleMismatch(f"{label}: tables ahead of the committed progress at the end: {unsettled}")
         check(final.consistent_ts, "at the end")
         store = DeltaStore(warehouse)
         report.quarantined = store.count(store.internal_path("quarantine"))
         if report.quarantined != plan.garbage:
-            raise SparkOracleMismatch(f"{label}: {report.quarantined} records quarantined, {plan.garbage} garbage "
+            raise OracleMismatch(f"{label}: {report.quarantined} records quarantined, {plan.garbage} garbage "
                                       "records injected")
     finally:
         if own:
@@ -192,35 +180,3 @@ def _partition_counts(logs: Mapping[tuple[str, int], Any]) -> dict[str, int]:
     for topic, partition in logs:
         counts[topic] = max(counts.get(topic, 0), partition + 1)
     return counts
-
-
-def run_spark_selftest(args: argparse.Namespace, protocols: list[str], plan: Any) -> int:
-    """``pyticdc selftest --engine spark``: every (protocol, dispatcher, seed); 0 if every replica equals its source."""
-    from pyticdc.cli.common import parse_assignments
-    from pyticdc.sim import WorkloadConfig, simulate
-    from pyticdc.spark.session import spark_session
-
-    spark = spark_session("pyticdc-selftest", "local[2]", {"spark.sql.shuffle.partitions": "2"})
-    spark.sparkContext.setLogLevel("ERROR")
-    config = WorkloadConfig(transactions=args.transactions)
-    assignments = parse_assignments(args.option, "-o/--option")
-    failures = 0
-    for protocol in protocols:
-        options = _options(protocol, assignments)
-        for rule in args.dispatcher or ["default"]:
-            rules = [{"matcher": ["*.*"], "partition": rule}]
-            for seed in range(args.seed, args.seed + args.seeds):
-                label = (f"{protocol} {options or ''} dispatcher={rule} seed={seed} partitions={args.partitions} "
-                         "engine=spark")
-                try:
-                    report = check_history_on_spark(spark, simulate(seed, config), protocol, options, plan=plan,
-                                                    seed=seed, partitions=args.partitions, rules=rules)
-                except SparkOracleMismatch as exc:
-                    failures += 1
-                    print(f"FAIL {label}\n     {exc}", flush=True)
-                    continue
-                kinds = ", ".join(c.split(" ", 1)[0] for c in report.crashes) or "none"
-                print(f"ok   {label}: Delta replica equals source at {report.checks} batches ({report.records} "
-                      f"records, {len(report.crashes)} crashes: {kinds}; {report.quarantined} quarantined, "
-                      f"{report.seconds:.1f}s)", flush=True)
-    return 1 if failures else 0

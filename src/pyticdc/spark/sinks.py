@@ -30,7 +30,7 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyticdc.spark.rows import EVENT_COLUMNS, event_arrow_schema
+from pyticdc.arrow.rows import EVENT_COLUMNS, event_arrow_schema
 
 __all__ = [
     "CHANGELOG_COLUMNS",

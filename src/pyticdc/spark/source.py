@@ -11,7 +11,7 @@
               .option("startingOffsets", "earliest").load())
     replay = spark.read.format("pyticdc").option("protocol", "craft").load("capture.jsonl")
 
-Options are documented in :mod:`pyticdc.spark.options`; the output columns in :mod:`pyticdc.spark.rows`.
+Options are documented in :mod:`pyticdc.spark.options`; the output columns in :mod:`pyticdc.arrow.rows`.
 Kafka is read with confluent-kafka inside the executors, one Spark task per partition offset range; in
 streaming mode the offsets are Spark's Kafka JSON (``{"topic": {"0": 42}}``) and Structured Streaming
 checkpoints them, so a restarted query resumes where it stopped. Each task decodes its records in offset
@@ -23,11 +23,11 @@ The source is registered per session (``pyticdc.spark.register(spark)``; ``spark
 Spark's automatic discovery only looks at top-level ``pyspark_*`` modules.
 
 Writing: ``df.write.format("pyticdc")`` encodes a changelog (a decoded-event DataFrame arranged by
-:func:`pyticdc.spark_writer.arrange_changelog`) with a target protocol and TiCDC's routing, to Kafka or to
-capture files; its options are :class:`pyticdc.spark_writer.WriterOptions`. Read options are parsed only
+:func:`pyticdc.spark.writer.arrange_changelog`) with a target protocol and TiCDC's routing, to Kafka or to
+capture files; its options are :class:`pyticdc.spark.writer.WriterOptions`. Read options are parsed only
 when reading, so each direction sees only its own::
 
-    from pyticdc.spark_writer import arrange_changelog
+    from pyticdc.spark.writer import arrange_changelog
     options = {"protocol": "craft", "topic": "cdc", "partitions": "3"}
     arrange_changelog(events, options).write.format("pyticdc").options(**options).mode("append").save("out/")
 """
@@ -49,9 +49,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from pyticdc.capture import BadLine, CaptureSplit, capture_files, kafka_arrow_schema, plan_splits, read_split
-from pyticdc.capture import records_to_arrow as _records_to_arrow
-from pyticdc.kafka import (
+from pyticdc.arrow.rows import RecordDecoder, event_arrow_schema
+from pyticdc.io.capture import BadLine, CaptureSplit, capture_files, kafka_arrow_schema, plan_splits, read_split
+from pyticdc.io.capture import records_to_arrow as _records_to_arrow
+from pyticdc.io.kafka import (
     EARLIEST,
     OffsetRange,
     cap_offsets,
@@ -68,7 +69,6 @@ from pyticdc.kafka import (
 )
 from pyticdc.model import KafkaRecord
 from pyticdc.spark.options import SourceOptions
-from pyticdc.spark.rows import RecordDecoder, event_arrow_schema
 
 __all__ = ["CapturePartition", "KafkaPartition", "PyticdcDataSource", "event_struct", "record_struct"]
 
@@ -324,8 +324,8 @@ class PyticdcDataSource(DataSource):
         return CaptureStreamReader(self.source_options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        """The changelog writer (:class:`pyticdc.spark_writer.ChangelogWriter`) with this write's options."""
-        from pyticdc.spark_writer import ChangelogWriter
+        """The changelog writer (:class:`pyticdc.spark.writer.ChangelogWriter`) with this write's options."""
+        from pyticdc.spark.writer import ChangelogWriter
 
         writer: DataSourceWriter = ChangelogWriter(dict(self.options), schema, overwrite)
         return writer

@@ -9,6 +9,8 @@ from typing import Any, Final
 import orjson
 
 from pyticdc.codec import canal_json
+from pyticdc.codec.canal_json.message import java_sql_type, mysql_type
+from pyticdc.codec.canal_json.values import render
 from pyticdc.model import ColumnFlag, ColumnInfo, DDLEvent, Event, IndexInfo, Op, Row, RowChange, TableInfo, Watermark
 from pyticdc.vectors.compare import diff_json, expected_bytes
 from pyticdc.vectors.generic import check_encode, compare_message
@@ -77,7 +79,7 @@ def _wire_string(column: ColumnInfo | None, value: Any) -> Any:
         return None
     binary = bool(column is not None and column.flags & ColumnFlag.BINARY)
     bits = 32 if column is not None and column.type_code == 4 else 64
-    return orjson.loads(canal_json._render(value, binary, bits))
+    return orjson.loads(render(value, binary, bits))
 
 
 def render_event(event: Event, content_compatible: bool = False) -> dict[str, Any]:
@@ -91,10 +93,10 @@ def render_event(event: Event, content_compatible: bool = False) -> dict[str, An
             return None if row is None else {n: _wire_string(columns.get(n), v) for n, v in row.items()}
 
         image = event.pre_columns if event.op is Op.DELETE else event.columns
-        mysql_types = {n: c.type_desc if c.type_desc is not None else canal_json.mysql_type(c, content_compatible)
+        mysql_types = {n: c.type_desc if c.type_desc is not None else mysql_type(c, content_compatible)
                        for n, c in columns.items()}
         values: Row = image if image is not None else Row()
-        sql_types = {n: canal_json.java_sql_type(c, values.get(n)) for n, c in columns.items()}
+        sql_types = {n: java_sql_type(c, values.get(n)) for n, c in columns.items()}
         return {
             "kind": "row", "schema": event.schema, "table": event.table, "op": event.op.value,
             "commit_ts": event.commit_ts, "pk_names": list(primary.columns) if primary else [],

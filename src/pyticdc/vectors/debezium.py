@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pyticdc.codec import codec_module
-from pyticdc.codec.debezium._common import (
+from pyticdc.codec.debezium.values import (
     format_duration_us,
     format_wall,
     local_to_utc_seconds,
@@ -37,10 +37,12 @@ from pyticdc.model import (
     Op,
     RowChange,
     TableInfo,
+    TypeCode,
     Value,
     Watermark,
     make_row,
 )
+from pyticdc.mysql import INTEGER_TYPES, STRING_TYPES
 from pyticdc.mysql.sql import ColumnDef, Literal, parse_create_table, parse_insert
 from pyticdc.vectors.compare import diff_json, expected_bytes, jsonable
 from pyticdc.vectors.generic import check_encode as generic_check_encode
@@ -172,7 +174,7 @@ def table_from_sql(ddl: str, schema: str = "test") -> TableInfo:
     indexes = []
     if primary:
         indexes.append(IndexInfo(name="PRIMARY", columns=tuple(primary), primary=True, unique=True))
-    pk_is_handle = len(primary) == 1 and specs[primary[0]]["type_code"] in (1, 2, 3, 8, 9)
+    pk_is_handle = len(primary) == 1 and specs[primary[0]]["type_code"] in INTEGER_TYPES
     return TableInfo(schema=created.schema or schema, table=created.table, table_id=100, pk_is_handle=pk_is_handle,
                      columns=tuple(columns), indexes=tuple(indexes), charset=table_charset)
 
@@ -210,36 +212,36 @@ def _value_from_literal(column: ColumnInfo, lit: Literal | None, session_zone: s
         return None
     code = column.type_code
     text = _literal_text(lit)
-    if code in (1, 2, 3, 8, 9):
+    if code in INTEGER_TYPES:
         return int(Decimal(text).to_integral_value(rounding=ROUND_HALF_UP)) if lit.kind != "bool" else int(
             text == "TRUE")
-    if code == 13:
+    if code == TypeCode.YEAR:
         year = int(Decimal(text))
         if (lit.kind == "str" and len(text) <= 2) or (lit.kind != "str" and 0 < year < 100):
             year = year + 2000 if year < 70 else year + 1900
         return year
-    if code == 4:
+    if code == TypeCode.FLOAT:
         return float32_round(float(text))
-    if code == 5:
+    if code == TypeCode.DOUBLE:
         return float(text)
-    if code == 246:
+    if code == TypeCode.NEWDECIMAL:
         return _round_decimal(text, column.decimal)
-    if code == 16:
+    if code == TypeCode.BIT:
         if lit.kind == "bits":
             return int(lit.text or "0", 2)
         if lit.kind in ("str", "hex"):
             return int.from_bytes(text.encode("latin-1"), "big")
         return int(text)
-    if code == 10:
+    if code == TypeCode.DATE:
         return text[:10]
-    if code in (12, 7):
+    if code in (TypeCode.DATETIME, TypeCode.TIMESTAMP):
         fsp = max(column.decimal, 0)
         parsed = parse_datetime(text, fsp)
         if parsed is None:
             raise ValueError(f"bad datetime {text!r}")
         if not valid_date(parsed.year, parsed.month, parsed.day):
             return format_wall(parsed, fsp)
-        if code == 7:
+        if code == TypeCode.TIMESTAMP:
             instant = local_to_utc_seconds(parsed, load_zone(session_zone))
             if instant is None:
                 raise ValueError(f"{text!r} does not exist in {session_zone}")
@@ -247,25 +249,25 @@ def _value_from_literal(column: ColumnInfo, lit: Literal | None, session_zone: s
             assert local is not None
             parsed = local._replace(micro=parsed.micro)
         return format_wall(parsed, fsp)
-    if code == 11:
+    if code == TypeCode.TIME:
         micros = parse_duration_us(text, column.decimal)
         if micros is None:
             raise ValueError(f"bad time {text!r}")
         return format_duration_us(micros, max(column.decimal, 0))
-    if code in (15, 253, 254, 249, 250, 251, 252):
+    if code in STRING_TYPES:
         data = text.encode("latin-1") if lit.kind == "hex" else text.encode("utf-8")
-        if code == 254 and column.charset == "binary" and column.flen > len(data):
+        if code == TypeCode.STRING and column.charset == "binary" and column.flen > len(data):
             return data + b"\0" * (column.flen - len(data))
-        if code == 254 and column.charset != "binary":
+        if code == TypeCode.STRING and column.charset != "binary":
             return data.rstrip(b" ")
         return data
-    if code == 247:
+    if code == TypeCode.ENUM:
         elems = column.elems or ()
         if lit.kind in ("int", "dec"):
             n = int(Decimal(text))
             return n if 0 <= n <= len(elems) else 0
         return elems.index(text) + 1 if text in elems else 0  # invalid: '' (index 0) in non-strict mode
-    if code == 248:
+    if code == TypeCode.SET:
         elems = column.elems or ()
         if lit.kind in ("int", "dec"):
             return int(Decimal(text))
@@ -275,7 +277,7 @@ def _value_from_literal(column: ColumnInfo, lit: Literal | None, session_zone: s
                 return 0
             mask |= 1 << elems.index(name)
         return mask
-    if code == 245:
+    if code == TypeCode.JSON:
         return _tidb_json(text)
     return text
 

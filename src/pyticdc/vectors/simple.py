@@ -19,7 +19,9 @@ import fastavro
 import orjson
 
 from pyticdc.codec.base import Message
-from pyticdc.codec.simple import OPTIONS, Decoder, Encoder, _parse_avro, _Wire
+from pyticdc.codec.simple import OPTIONS, Decoder, Encoder
+from pyticdc.codec.simple.decoder import parse_avro
+from pyticdc.codec.simple.message import Wire
 from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Event, RowChange, Watermark
 from pyticdc.vectors.compare import diff_bytes, diff_json, expected_bytes, json_span, jsonable
@@ -115,8 +117,8 @@ def fastavro_native(data: bytes, schema_path: str) -> Any:
     return _plain(record)
 
 
-def _wire_fields(wire: _Wire) -> dict[str, Any]:
-    return {name: getattr(wire, name) for name in _Wire.__slots__}
+def _wire_fields(wire: Wire) -> dict[str, Any]:
+    return {name: getattr(wire, name) for name in Wire.__slots__}
 
 
 def _compare_avro(case: dict[str, Any], meta: dict[str, Any], base: Path, message: Message) -> str | None:
@@ -130,7 +132,7 @@ def _compare_avro(case: dict[str, Any], meta: dict[str, Any], base: Path, messag
             return diff_bytes("value", expected, actual)
         # Same length: equal modulo map entry order iff every field parses to the same value.
         try:
-            want, got = _wire_fields(_parse_avro(expected, tagged=True)), _wire_fields(_parse_avro(actual, tagged=True))
+            want, got = _wire_fields(parse_avro(expected, tagged=True)), _wire_fields(parse_avro(actual, tagged=True))
         except DecodeError as exc:
             return f"value: {exc}"
         if want != got:

@@ -1,0 +1,223 @@
+"""The Canal-JSON fast path: a typed msgspec decode of the images, one decoder per distinct header.
+
+Typed row structs decode integers and floats from their strings in C (``strict=False``); a
+generated converter per header turns each struct into a Row, converting only the columns whose
+model value differs from what msgspec gives (bytes, float32, the uint64 ceiling). Anything the
+typed decode does not expect (``"01"`` as an integer, a column ``mysqlType`` does not list, a
+value out of range) raises one of ``DECLINES`` and the message goes to the reference path, which
+decodes it or reports the error.
+"""
+
+from __future__ import annotations
+
+import keyword
+import struct
+from collections.abc import Callable
+from typing import Annotated, Any, Final
+
+import msgspec
+
+from pyticdc.codec._fastpath import compile_function, literal
+from pyticdc.codec.canal_json.message import (
+    K_BIGINT,
+    K_F32,
+    K_F64,
+    K_INT,
+    K_LATIN1,
+    K_STR,
+    K_UINT,
+    K_UTF8,
+    NULL,
+    UINT64_MAX,
+    Envelope,
+    Header,
+    Images,
+    read_header,
+    read_mysql_types,
+    read_pk_names,
+)
+from pyticdc.codec.canal_json.values import parse_value
+from pyticdc.model import Op, Row, Value
+
+__all__ = ["FastPath"]
+
+_F32: Final = struct.Struct("<f")
+# Typed fields with the 64-bit ranges of strconv.ParseInt/ParseUint (§4.5 end); msgspec bounds
+# stop at int64, so the uint64 ceiling is checked by the header's converter.
+_INT64: Final = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+_UINT64: Final = Annotated[int, msgspec.Meta(ge=0)]
+_BIGINT: Final = Annotated[int, msgspec.Meta(ge=-(1 << 63))]
+_FIELD_TYPES: Final[dict[int, Any]] = {
+    K_INT: _INT64 | None, K_UINT: _UINT64 | None, K_BIGINT: _BIGINT | None, K_F32: float | None,
+    K_F64: float | None,
+}
+# Accepts only null, so any image array fails validation and the message declines.
+_NO_FAST_PATH: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder(None)
+_IMAGES_DECODER: Final = msgspec.json.Decoder(list[dict[str, str | None]] | None)
+_UPDATE: Final = Op.UPDATE
+
+
+def _attribute_name(name: str) -> bool:
+    # A column name msgspec can use as the Struct attribute itself (so asdict() yields it).
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("__")
+
+
+class _FastHeader:
+    """Everything derived from one distinct (database, table, mysqlType, pkNames): schema and converters."""
+
+    __slots__ = ("convert", "direct", "full", "kinds", "mysql_raw", "names", "old_partial", "pk_raw", "pk_set",
+                 "table_info")
+
+    def __init__(self, header: Header) -> None:
+        self.table_info = header.table_info
+        self.names = tuple(header.names)
+        self.kinds = header.kinds
+        self.mysql_raw = self.pk_raw = NULL
+        self.pk_set = frozenset(header.table_info.primary_key_columns)
+        # When every column name can be an attribute, asdict() yields the row dict directly;
+        # otherwise fields are renamed c0, c1, … and rows are rebuilt from astuple().
+        self.direct = all(_attribute_name(n) for n in self.names)
+        try:
+            self.full = self._decoder()
+        except (TypeError, ValueError):
+            self.direct = False  # a name msgspec refuses as an attribute: use c0, c1, …
+            try:
+                self.full = self._decoder()
+            except (TypeError, ValueError):
+                # msgspec refuses some names even as wire names ('\\', '"', control characters):
+                # no typed fast path then, every image takes the reference path.
+                self.full = _NO_FAST_PATH
+        # Whether "old" images are partial (only-output-updated-columns), learnt from the first one.
+        self.old_partial = False
+        self.convert = _converter(self)
+
+    def _decoder(self) -> msgspec.json.Decoder[Any]:
+        fields = [(name if self.direct else f"c{i}", _FIELD_TYPES.get(self.kinds[name], str | None),
+                   msgspec.field(name=name)) for i, name in enumerate(self.names)]
+        row_type = msgspec.defstruct("CanalRow", fields, forbid_unknown_fields=True)
+        return msgspec.json.Decoder(list[row_type] | None, strict=False)  # type: ignore[valid-type]
+
+
+_CONVERT_STEPS: Final = {
+    K_UTF8: "        row[{n}] = value.encode()",
+    K_LATIN1: "        row[{n}] = value.encode('latin-1')",
+    K_F32: "        row[{n}] = unpack(pack(value))[0]",
+    K_UINT: "        if value > UINT64_MAX: raise OverflowError({n})",  # the reference path reports it
+    K_BIGINT: "        if value > UINT64_MAX: raise OverflowError({n})",
+}
+
+
+def _converter(header: _FastHeader) -> Callable[[Any], Row]:
+    """A function unrolled for one header: typed row struct → Row, converting only what needs it."""
+    lines = ["def convert(item):",
+             "    row = asdict(item)" if header.direct else "    row = dict(zip(names, astuple(item)))"]
+    for name in header.names:
+        step = _CONVERT_STEPS.get(header.kinds[name])
+        if step is not None:
+            quoted = literal(name)
+            lines += [f"    value = row[{quoted}]", "    if value is not None:", step.format(n=quoted)]
+    lines.append("    return Row(row)")
+    namespace: dict[str, Any] = {
+        "asdict": msgspec.structs.asdict, "astuple": msgspec.structs.astuple, "names": header.names, "Row": Row,
+        "pack": _F32.pack, "unpack": _F32.unpack, "UINT64_MAX": UINT64_MAX,
+    }
+    convert: Callable[[Any], Row] = compile_function("\n".join(lines), "convert", namespace)
+    return convert
+
+
+def _partial_images(header: _FastHeader, raw: msgspec.Raw) -> list[dict[str, Value]] | None:
+    # Partial images (only-output-updated-columns "old") hold a few columns: decode them as plain
+    # string maps and convert just the columns present (unknown names raise KeyError: decline).
+    images: list[dict[str, Any]] | None = _IMAGES_DECODER.decode(raw)
+    if images is None:
+        return None
+    kinds = header.kinds
+    for image in images:
+        for name, value in image.items():
+            kind = kinds[name]
+            if value is None or kind == K_STR:
+                continue
+            if kind == K_UTF8:
+                image[name] = value.encode()
+            elif K_INT <= kind <= K_BIGINT and len(value) < 19 and value.isdigit() and value.isascii():
+                image[name] = int(value)  # plain digits below 10**18: in range for every integer kind
+            else:
+                image[name] = parse_value(kind, value, "")
+    return images
+
+
+class FastPath:
+    """The typed readers of one Decoder, cached per table and per raw header variant."""
+
+    def __init__(self, content_compatible: bool) -> None:
+        self._content_compatible = content_compatible
+        # (database, table) → the header of its last message, checked by raw mysqlType/pkNames bytes;
+        # then every raw variant seen; a semantic index lets variants that differ only in
+        # mysqlType key order (a Go map) share one header.
+        self._last: dict[tuple[str, str], _FastHeader] = {}
+        self._variants: dict[tuple[str, str, bytes], _FastHeader] = {}
+        self._semantic: dict[tuple[str, str, frozenset[tuple[str, str]], tuple[str, ...]], _FastHeader] = {}
+
+    def images(self, envelope: Envelope, op: Op) -> Images:
+        """The images of a row message, typed-decoded; raises one of DECLINES on anything unexpected."""
+        schema = envelope.database or ""
+        table = envelope.table or ""
+        header = self._last.get((schema, table))
+        if header is None or header.mysql_raw != envelope.mysqlType or header.pk_raw != envelope.pkNames:
+            header = self._header(envelope, schema, table)
+        # No comprehensions on this path: in CPython 3.11 each one is a function call.
+        convert = header.convert
+        data: list[Row] | None = None
+        structs = header.full.decode(envelope.data)
+        if structs is not None:
+            data = []
+            for item in structs:
+                data.append(convert(item))
+        old: list[Row] | list[dict[str, Value]] | None = None
+        if op is _UPDATE:
+            if not header.old_partial:
+                try:
+                    structs = header.full.decode(envelope.old)
+                except msgspec.ValidationError:
+                    header.old_partial = True  # only-output-updated-columns: partial images from now on
+                else:
+                    if structs is not None:
+                        full_old: list[Row] = []
+                        for item in structs:
+                            full_old.append(convert(item))
+                        old = full_old
+            if header.old_partial:
+                old = _partial_images(header, envelope.old)
+        return (header.table_info, header.pk_set, data, old)
+
+    def _header(self, envelope: Envelope, database: str, table: str) -> _FastHeader:
+        """The header of a message whose raw mysqlType/pkNames differ from its table's last one."""
+        # Go iterates a map from a random starting slot, so one schema yields a bounded number of
+        # mysqlType orders: remember each raw variant seen (pkNames compared as raw bytes).
+        raw_key = (database, table, bytes(envelope.mysqlType))
+        header = self._variants.get(raw_key)
+        if header is not None and header.pk_raw == envelope.pkNames:
+            return header
+        header = self._parse_header(envelope, database, table)
+        if len(self._variants) > 16384:
+            self._variants.clear()
+        self._variants[raw_key] = header
+        if len(self._last) > 4096:
+            self._last.clear()
+        self._last[(database, table)] = header
+        return header
+
+    def _parse_header(self, envelope: Envelope, database: str, table: str) -> _FastHeader:
+        """The header for a raw mysqlType/pkNames variant not seen before (parsed, then shared)."""
+        mysql_types = read_mysql_types(envelope)
+        pk_names = read_pk_names(envelope)
+        semantic_key = (database, table, frozenset(mysql_types.items()), tuple(pk_names))
+        header = self._semantic.get(semantic_key)
+        if header is None:
+            header = _FastHeader(read_header(envelope, mysql_types, pk_names, self._content_compatible))
+            if len(self._semantic) > 1024:
+                self._semantic.clear()
+            self._semantic[semantic_key] = header
+        header.mysql_raw = envelope.mysqlType
+        header.pk_raw = envelope.pkNames
+        return header

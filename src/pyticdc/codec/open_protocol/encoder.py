@@ -1,0 +1,329 @@
+"""The Open Protocol encoder: rows batched per §2.4, one message per DDL or resolved event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, NamedTuple
+
+from pyticdc.codec.base import BaseEncoder, ClaimCheckStore, Message
+from pyticdc.codec.compression import compress
+from pyticdc.codec.jsontext import go_json_quote
+from pyticdc.codec.open_protocol.message import (
+    HANDLE,
+    MESSAGE_TYPE_DDL,
+    MESSAGE_TYPE_RESOLVED,
+    MESSAGE_TYPE_ROW,
+    OPTIONS,
+    PROTOCOL,
+    RECORD_OVERHEAD,
+    SINGLE_FRAMING,
+    U64,
+    VERSION_HEAD,
+    ZERO_LENGTH,
+    Batch,
+    encode_error,
+    frame_single,
+    key_json,
+    only_handle_keys,
+    op_of,
+    table_info,
+    utf8,
+)
+from pyticdc.codec.open_protocol.values import BadValue, Kind, clean_text, kind_of
+from pyticdc.errors import ConfigError
+from pyticdc.model import Bootstrap, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
+
+__all__ = ["Encoder", "encode"]
+
+
+class _Col(NamedTuple):
+    """One column of a table as the encoder writes it."""
+
+    name: str
+    type_code: int
+    flags: int
+    kind: Kind
+    handle: bool
+    #: ``"name":{"t":T[,"h":true],"f":F,"v":`` — everything before the value.
+    prefix: str
+    #: The name as it reads back (lone surrogates → U+FFFD).
+    wire_name: str
+
+
+class _Plan(NamedTuple):
+    """A table's columns in Go map-key order (UTF-8 bytes), cached on the TableInfo."""
+
+    ordered: tuple[_Col, ...]
+    by_name: dict[str, _Col]
+
+
+_PLAN_ATTR: Final = "_pyticdc_open_plan"
+
+
+def _plan(table: TableInfo) -> _Plan:
+    cached = table.__dict__.get(_PLAN_ATTR)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    columns = []
+    for column in table.columns:
+        if column.virtual:
+            continue  # virtual generated columns never reach the codec (mounter skips them)
+        handle = bool(column.flags & HANDLE)
+        handle_part = '"h":true,' if handle else ""
+        prefix = f'{go_json_quote(column.name)}:{{"t":{column.type_code},{handle_part}"f":{column.flags},"v":'
+        columns.append(_Col(column.name, column.type_code, column.flags, kind_of(column.type_code, column.flags),
+                            handle, prefix, clean_text(column.name)))
+    # encoding/json sorts map keys by bytes; code point order is UTF-8 byte order.
+    ordered = tuple(sorted(columns, key=lambda c: c.name))
+    plan = _Plan(ordered, {c.name: c for c in ordered})
+    table.__dict__[_PLAN_ATTR] = plan  # frozen Struct: cache beside cached_property values
+    return plan
+
+
+_Image = list[tuple[_Col, Value]]
+_MISSING: Final = object()
+
+
+def _select(plan: _Plan, row: Mapping[str, Value] | None, handle_only: bool) -> _Image:
+    """``rowChangeColumns2CodecColumns``: the (coerced) columns of one image, in key order."""
+    if not row:
+        return []
+    image: _Image = []
+    seen = 0
+    get = row.get
+    for col in plan.ordered:
+        value = get(col.name, _MISSING)
+        if value is _MISSING:
+            continue
+        seen += 1
+        if handle_only and not col.handle:
+            continue
+        if value is not None:
+            try:
+                value = col.kind.coerce(value)
+            except BadValue:
+                encode_error(f"column {col.name!r} (type {col.type_code}): unsupported value {value!r}")
+        image.append((col, value))
+    if seen != len(row):
+        unknown = sorted(name for name in row if name not in plan.by_name)
+        encode_error(f"columns {unknown} are not in the table_info of the row")
+    return image
+
+
+def _render_image(image: _Image) -> str:
+    return "{" + ",".join([col.prefix + ("null" if v is None else col.kind.render(v)) + "}"
+                           for col, v in image]) + "}"
+
+
+def _render_row(u: _Image, p: _Image, d: _Image) -> bytes:
+    """The ``messageRow`` JSON: ``u``, ``p``, ``d`` in struct order, empty maps omitted."""
+    parts = []
+    if u:
+        parts.append('"u":' + _render_image(u))
+    if p:
+        parts.append('"p":' + _render_image(p))
+    if d:
+        parts.append('"d":' + _render_image(d))
+    return utf8("{" + ",".join(parts) + "}")
+
+
+class _Prepared(NamedTuple):
+    """A row encoded in full, and how the size rule says it must be sent."""
+
+    key: bytes
+    value: bytes
+    #: "full", "handle-key-only" or "claim-check".
+    mode: str
+
+
+class Encoder(BaseEncoder):
+    """Open Protocol encoder: batches rows per §2.4, one message per DDL or resolved event."""
+
+    PROTOCOL = PROTOCOL
+    OPTIONS = OPTIONS
+
+    def _validate(self) -> None:
+        options = self.options
+        if options.claim_check_raw_value:
+            raise ConfigError(f"{PROTOCOL}: claim-check-raw-value is not supported by the open protocol (§8)")
+        if options.large_message_handle_option == "claim-check" and self.claim_check is None:
+            raise ConfigError(f"{PROTOCOL}: large-message-handle-option=claim-check needs a claim_check store")
+
+    # ---------------------------------------------------------------- rows
+    def _images(self, event: RowChange, handle_only: bool) -> tuple[_Image, _Image, _Image]:
+        """``rowChangeToMsg``: the u/p/d images and its handle-key errors (§2.3, §8)."""
+        if event.table_info is None:
+            encode_error(f"row of {event.schema}.{event.table} has no table_info (column types are required)")
+        plan = _plan(event.table_info)
+        options = self.options
+        if event.op is Op.DELETE:
+            only = options.delete_only_output_handle_key_columns or handle_only
+            d = _select(plan, event.pre_columns, only)
+            if only and not d:
+                encode_error("not found handle key columns for the delete event")
+            return [], [], d
+        if event.op is Op.UPDATE:
+            u = _select(plan, event.columns, handle_only)
+            p = _select(plan, event.pre_columns, handle_only) if options.open_output_old_value else []
+            # TiCDC's check reads `len(p) == 0 && !OpenOutputOldValue`: a handle-key-only update
+            # with output-old-value off always fails there, and so it does here.
+            if handle_only and (not u or (not p and not options.open_output_old_value)):
+                encode_error("not found handle key columns for the update event")
+            if options.only_output_updated_columns and p:
+                post = {col.name: value for col, value in u}
+                p = [(col, value) for col, value in p
+                     if col.name not in post or not _same(post[col.name], value)]
+            return u, p, []
+        u = _select(plan, event.columns, handle_only)
+        if handle_only and not u:
+            encode_error("not found handle key columns for the insert event")
+        return u, [], []
+
+    def _row_key(self, event: RowChange, only_handle_key: bool = False, location: str = "") -> bytes:
+        info = event.table_info
+        partition = event.physical_table_id if info is not None and info.is_partition else None
+        return key_json(event.commit_ts, event.schema, event.table, event.row_id, partition, MESSAGE_TYPE_ROW,
+                         only_handle_key, location)
+
+    def _value(self, images: tuple[_Image, _Image, _Image]) -> bytes:
+        return compress(self.options.large_message_handle_compression, _render_row(*images))
+
+    def _too_large(self, key: bytes, value: bytes) -> bool:
+        return len(key) + len(value) + RECORD_OVERHEAD + SINGLE_FRAMING > self.options.max_message_bytes
+
+    def _prepare(self, event: RowChange) -> _Prepared:
+        """Encode a row in full and decide how it must be sent (``AppendRowChangedEvent``)."""
+        key = self._row_key(event)
+        value = self._value(self._images(event, False))
+        if not self._too_large(key, value):
+            return _Prepared(key, value, "full")
+        option = self.options.large_message_handle_option
+        if option == "none":
+            length = len(key) + len(value) + RECORD_OVERHEAD + SINGLE_FRAMING
+            encode_error(f"message too large: {length} bytes > max-message-bytes "
+                          f"{self.options.max_message_bytes} ({event.schema}.{event.table} "
+                          f"commit_ts {event.commit_ts})")
+        return _Prepared(key, value, option)
+
+    def _reduced(self, event: RowChange, location: str = "") -> tuple[bytes, bytes]:
+        """The handle-key-only re-encoding, or the claim-check location message (§8)."""
+        key = self._row_key(event, only_handle_key=not location, location=location)
+        value = self._value(self._images(event, True))
+        if self._too_large(key, value):
+            length = len(key) + len(value) + RECORD_OVERHEAD + SINGLE_FRAMING
+            encode_error(f"message too large even with handle-key columns only: {length} bytes > "
+                          f"max-message-bytes {self.options.max_message_bytes}")
+        return key, value
+
+    def _encode_row(self, event: RowChange) -> tuple[bytes, bytes]:
+        prepared = self._prepare(event)
+        if prepared.mode == "full":
+            return prepared.key, prepared.value
+        if prepared.mode == "claim-check":
+            # Check the location message can be built before anything is written to the store.
+            self._images(event, True)
+            assert self.claim_check is not None  # _validate
+            location = self.claim_check.put(*frame_single(prepared.key, prepared.value))
+            return self._reduced(event, location)
+        return self._reduced(event)
+
+    # ---------------------------------------------------------------- ddl / resolved
+    def _encode_ddl(self, event: DDLEvent) -> Message:
+        key = key_json(event.commit_ts, event.schema, event.table, 0, None, MESSAGE_TYPE_DDL)
+        if not 0 <= event.ddl_type <= 255:
+            encode_error(f"ddl_type {event.ddl_type} is not a TiDB ActionType byte")
+        value = utf8('{"q":' + go_json_quote(event.query) + ',"t":' + str(event.ddl_type) + "}")
+        value = compress(self.options.large_message_handle_compression, value)
+        framed_key, framed_value = frame_single(key, value)
+        return Message(framed_key, framed_value, (event,))
+
+    @staticmethod
+    def _encode_resolved(event: Watermark) -> Message:
+        key = key_json(event.resolved_ts, "", "", 0, None, MESSAGE_TYPE_RESOLVED)
+        # EncodeCheckpointEvent writes a zero length and no value (docs print "value=").
+        return Message(VERSION_HEAD + U64.pack(len(key)) + key, ZERO_LENGTH, (event,))
+
+    def encode(self, events: Iterable[Event]) -> list[Message]:
+        """Encode events of one topic partition; consecutive rows share messages per §2.4."""
+        options = self.options
+        max_bytes, max_rows = options.max_message_bytes, options.max_batch_size
+        messages: list[Message] = []
+        batch: Batch | None = None
+        for event in events:
+            if isinstance(event, RowChange):
+                if not event.columns and not event.pre_columns:
+                    continue  # §1.3: a row with neither image is dropped before the codec (len == 0)
+                key, value = self._encode_row(event)
+                if (batch is None or len(batch.events) >= max_rows
+                        or batch.length + len(key) + len(value) + 16 > max_bytes):
+                    if batch is not None:
+                        messages.append(batch.message())
+                    batch = Batch()
+                batch.add(key, value, event)
+                continue
+            if batch is not None:
+                # DDL and resolved events are separate messages; rows before them go first.
+                messages.append(batch.message())
+                batch = None
+            if isinstance(event, DDLEvent):
+                messages.append(self._encode_ddl(event))
+            elif isinstance(event, Watermark):
+                messages.append(self._encode_resolved(event))
+            elif not isinstance(event, Bootstrap):  # Open has no bootstrap message
+                encode_error(f"cannot encode {type(event).__name__}")
+        if batch is not None:
+            messages.append(batch.message())
+        return messages
+
+    # ---------------------------------------------------------------- projection
+    def project(self, event: Event) -> Event | None:
+        """The event as an Open decoder returns it (with the claim-check store, if one is used).
+
+        Raises EncodeError where ``encode`` would, except for a claim-check location message
+        that is itself too large: its size depends on the location the store returns.
+        """
+        if isinstance(event, Watermark):
+            self._encode_resolved(event)  # raises where encode would (resolved_ts not a uint64)
+            return Watermark(resolved_ts=event.resolved_ts)
+        if isinstance(event, DDLEvent):
+            self._encode_ddl(event)  # raises where encode would (commit_ts, ddl_type out of range)
+            return DDLEvent(query=clean_text(event.query), ddl_type=event.ddl_type, commit_ts=event.commit_ts,
+                            schema=clean_text(event.schema), table=clean_text(event.table))
+        if not isinstance(event, RowChange) or (not event.columns and not event.pre_columns):
+            return None  # Bootstrap, or a row with neither image (§1.3: never sent)
+        mode = self._prepare(event).mode
+        if mode == "handle-key-only":
+            self._reduced(event)  # raises where encode would: no handle key, or still too large
+        elif mode == "claim-check":
+            self._images(event, True)  # the location message needs handle-key columns
+        u, p, d = self._images(event, mode == "handle-key-only")
+        info = event.table_info
+        is_partition = info is not None and info.is_partition
+        op = op_of(bool(u), bool(p), bool(d))
+        shape = tuple((col.name, col.type_code, col.flags) for col, _ in (*u, *p, *d))
+        only_key = mode == "handle-key-only" or (op is Op.DELETE and only_handle_keys(shape))
+        return RowChange(
+            op=op, schema=clean_text(event.schema), table=clean_text(event.table), commit_ts=event.commit_ts,
+            columns=_project_image(u) if (u or not (p or d)) else None,
+            pre_columns=_project_image(d or p) if (d or p) else None,
+            physical_table_id=event.physical_table_id if is_partition else 0, row_id=event.row_id,
+            table_info=table_info(clean_text(event.schema), clean_text(event.table), is_partition,
+                                  tuple((clean_text(n), t, f) for n, t, f in shape)),
+            handle_key_only=only_key,
+        )
+
+
+def _same(a: Value, b: Value) -> bool:
+    # codec.IsColumnValueEqual on values of one column: nil only equals nil, else ==.
+    if a is None or b is None:
+        return a is b
+    return a == b
+
+
+def _project_image(image: _Image) -> Row:
+    return Row({col.wire_name: None if value is None else col.kind.project(value) for col, value in image})
+
+
+def encode(events: Iterable[Event], *, claim_check: ClaimCheckStore | None = None, **options: Any) -> list[Message]:
+    """Encode ``events`` with a one-shot Encoder."""
+    return Encoder(options, claim_check=claim_check).encode(events)

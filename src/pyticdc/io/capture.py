@@ -1,0 +1,509 @@
+"""Capture files: Kafka records saved to disk, so decoding can be replayed without a broker.
+
+Three formats are read; the first two are also written (``pyticdc capture``):
+
+``jsonl`` (pyticdc's own, the default)
+    One JSON object per line, one line per Kafka record, in partition-offset order::
+
+        {"topic": "cdc", "partition": 0, "offset": 12, "timestamp": 1763780000000,
+         "key": "eyJ0cyI6NDYy...", "value": "eyJpZCI6MCwi..."}
+
+    ``key`` and ``value`` are standard base64 (``null`` for a null key or a tombstone), so binary
+    protocols (Craft, Open Protocol, Simple-Avro) survive byte for byte; ``timestamp`` is the Kafka
+    record timestamp in milliseconds (``null`` when unknown). A name ending in ``.gz`` is gzip-compressed.
+``parquet``
+    The columns of Spark's Kafka source: ``key`` binary, ``value`` binary, ``topic`` string,
+    ``partition`` int, ``offset`` bigint, ``timestamp`` timestamp, ``timestampType`` int. A
+    ``spark.read.format("kafka")...write.parquet(dir)`` output directory is a valid capture.
+``kcat``
+    ``kcat -C -J`` output: one JSON envelope per line with ``topic``, ``partition``, ``offset``,
+    ``ts`` (ms), ``key`` and ``payload``. kcat prints key and payload as *text*, so this format only
+    carries the JSON protocols (Canal-JSON, Debezium, Simple-JSON), not the binary-framed ones (Open
+    Protocol, Craft, Simple-Avro); read only, never written.
+
+``format="auto"`` picks ``parquet`` for ``.parquet`` names and sniffs the first line of any other file
+(``payload`` → ``kcat``, ``value`` → ``jsonl``).
+
+Only Parquet needs pyarrow, and imports it when a Parquet file is read or written: the line formats work
+with the base install (a Parquet file without pyarrow is a CaptureError saying how to install it).
+
+Large line-oriented files are read in parallel by byte ranges (:func:`plan_splits`): a split owns the
+lines that *start* inside ``[start, end)``, the way Hadoop splits text files, so every record is read
+exactly once whatever the split size.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import glob
+import gzip
+import importlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Any, Final, cast
+
+import orjson
+
+from pyticdc.errors import CaptureError
+from pyticdc.model import KafkaRecord
+
+__all__ = [
+    "CAPTURE_FORMATS",
+    "KAFKA_COLUMNS",
+    "BadLine",
+    "CaptureSplit",
+    "CaptureWriter",
+    "arrow_to_records",
+    "capture_files",
+    "detect_format",
+    "import_parquet",
+    "kafka_arrow_schema",
+    "parse_line",
+    "plan_splits",
+    "read_capture",
+    "read_split",
+    "record_line",
+    "records_to_arrow",
+    "writable_format",
+    "write_capture",
+]
+
+#: Capture formats by name (``auto`` is accepted wherever a format is asked for).
+CAPTURE_FORMATS: Final = ("jsonl", "parquet", "kcat")
+#: Columns of Spark's Kafka source, in its order (the Parquet capture layout).
+KAFKA_COLUMNS: Final = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
+#: Kafka's TimestampType for CreateTime (what TiCDC's producer sets).
+_CREATE_TIME: Final = 0
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A capture line that is not a record (read leniently): where it is, its bytes and why."""
+
+    path: str
+    #: Byte offset of the line in the (uncompressed) file.
+    position: int
+    line: bytes
+    reason: str
+
+
+# --------------------------------------------------------------------------- format
+def import_parquet() -> ModuleType:
+    """``pyarrow.parquet``, imported on first use; CaptureError saying how to install it when missing."""
+    try:
+        return importlib.import_module("pyarrow.parquet")
+    except ImportError as exc:
+        raise CaptureError(f"Parquet capture files need pyarrow ({exc}); pip install pyarrow, or use JSON Lines "
+                           "(.jsonl, .jsonl.gz)") from None
+
+
+def writable_format(path: str | Path, format: str = "auto") -> str:
+    """The format a capture written to ``path`` gets: ``format``, or for ``auto`` parquet/jsonl by the name."""
+    if format == "auto":
+        format = "parquet" if Path(path).suffix == ".parquet" else "jsonl"
+    if format not in ("jsonl", "parquet"):
+        raise CaptureError(f"cannot write capture format {format!r}; writable formats: jsonl, parquet")
+    return format
+
+
+def _is_gzip(path: Path) -> bool:
+    return path.name.endswith(".gz")
+
+
+def _open_text(path: Path) -> IO[bytes]:
+    if _is_gzip(path):
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return open(path, "rb")
+
+
+def detect_format(path: str | Path, format: str = "auto") -> str:
+    """The capture format of ``path``: ``format`` itself unless ``auto``, else by name or first line."""
+    if format != "auto":
+        if format not in CAPTURE_FORMATS:
+            raise CaptureError(f"unknown capture format {format!r}; valid formats: auto, {', '.join(CAPTURE_FORMATS)}")
+        return format
+    path = Path(path)
+    if path.suffix == ".parquet" or path.is_dir():
+        return "parquet"
+    try:
+        with _open_text(path) as handle:
+            first = handle.readline()
+    except OSError as exc:
+        raise CaptureError(f"cannot read capture file {path}: {exc}") from None
+    if not first.strip():
+        return "jsonl"  # an empty capture: any line format reads it as empty
+    try:
+        envelope = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        raise CaptureError(
+            f"{path}: first line is not JSON; capture files are JSON Lines (pyticdc or kcat -J) or Parquet"
+        ) from None
+    if isinstance(envelope, dict) and "payload" in envelope:
+        return "kcat"
+    if isinstance(envelope, dict) and "value" in envelope:
+        return "jsonl"
+    raise CaptureError(f"{path}: first line has neither 'value' (pyticdc jsonl) nor 'payload' (kcat -J)")
+
+
+def capture_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The capture files named by ``paths``: files, directories (every file inside, sorted) or globs.
+
+    A comma-separated string is split. Hidden files and Spark/Hadoop side files (``_SUCCESS``,
+    ``.crc``) are skipped. CaptureError if nothing matches.
+    """
+    if isinstance(paths, (str, Path)):
+        items: list[str | Path] = [p.strip() for p in str(paths).split(",") if p.strip()]
+    else:
+        items = list(paths)
+    files: list[Path] = []
+    for item in items:
+        text = str(item)
+        matches = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+        if not matches:
+            raise CaptureError(f"no capture file matches {text!r}")
+        for match in matches:
+            path = Path(match)
+            if path.is_dir():
+                files.extend(p for p in sorted(path.rglob("*")) if p.is_file() and _visible(p))
+            elif path.is_file():
+                files.append(path)
+            else:
+                raise CaptureError(f"no such capture file: {path}")
+    if not files:
+        raise CaptureError(f"no capture files in {paths!r}")
+    return files
+
+
+def _visible(path: Path) -> bool:
+    name = path.name
+    return not (name.startswith((".", "_")) or name.endswith(".crc"))
+
+
+# --------------------------------------------------------------------------- jsonl / kcat lines
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def record_line(record: KafkaRecord) -> bytes:
+    """One pyticdc ``jsonl`` line (with its newline) for ``record``."""
+    return orjson.dumps({
+        "topic": record.topic, "partition": record.partition, "offset": record.offset,
+        "timestamp": record.timestamp_ms or None, "key": _b64(record.key), "value": _b64(record.value),
+    }) + b"\n"
+
+
+def _unb64(text: Any, field: str, where: str) -> bytes | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise CaptureError(f"{where}: {field!r} must be a base64 string or null")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise CaptureError(f"{where}: {field!r} is not valid base64") from None
+
+
+def _int_field(envelope: dict[str, Any], name: str, where: str, default: int | None = None) -> int:
+    value = envelope.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CaptureError(f"{where}: {name!r} must be an integer, got {value!r}")
+    return value
+
+
+def parse_line(line: bytes, format: str, where: str = "capture") -> KafkaRecord:
+    """A KafkaRecord from one ``jsonl`` or ``kcat`` line; CaptureError naming ``where`` otherwise."""
+    try:
+        envelope = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise CaptureError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(envelope, dict):
+        raise CaptureError(f"{where}: a capture line must be a JSON object")
+    topic = envelope.get("topic")
+    if not isinstance(topic, str):
+        raise CaptureError(f"{where}: 'topic' must be a string")
+    partition = _int_field(envelope, "partition", where)
+    offset = _int_field(envelope, "offset", where, -1)
+    if format == "kcat":
+        timestamp = envelope.get("ts")
+        key = _kcat_bytes(envelope.get("key"))
+        value = _kcat_bytes(envelope.get("payload"))
+    else:
+        timestamp = envelope.get("timestamp")
+        key = _unb64(envelope.get("key"), "key", where)
+        value = _unb64(envelope.get("value"), "value", where)
+    if timestamp is not None and (isinstance(timestamp, bool) or not isinstance(timestamp, int)):
+        raise CaptureError(f"{where}: timestamp must be milliseconds or null")
+    return KafkaRecord(topic=topic, partition=partition, offset=offset, key=key, value=value,
+                       timestamp_ms=timestamp if timestamp and timestamp > 0 else 0)
+
+
+def _kcat_bytes(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    # ``kcat -s value=json`` embeds the document itself: re-serialise it (same JSON, maybe other spacing).
+    return orjson.dumps(value)
+
+
+def _read_lines(
+    path: Path, format: str, start: int = 0, end: int | None = None, *, lenient: bool = False,
+) -> Iterator[KafkaRecord | BadLine]:
+    """Records of the lines that start in ``[start, end)`` (the whole file for end=None).
+
+    ``lenient`` yields a BadLine for a malformed line instead of raising CaptureError.
+    """
+    with _open_text(path) as handle:
+        position = 0
+        if start > 0:
+            # The line holding byte start-1 belongs to the previous split; ours begin after its newline.
+            handle.seek(start - 1)
+            position = start - 1 + len(handle.readline())
+        while end is None or position < end:
+            line = handle.readline()
+            if not line:
+                break
+            at = position
+            position += len(line)
+            if not line.strip():
+                continue
+            try:
+                yield parse_line(line, format, f"{path} (byte {at})")
+            except CaptureError as exc:
+                if not lenient:
+                    raise
+                yield BadLine(str(path), at, line.rstrip(b"\r\n"), str(exc))
+
+
+# --------------------------------------------------------------------------- parquet
+def kafka_arrow_schema() -> Any:
+    """The Arrow schema of Spark's Kafka source columns (``pyarrow.Schema``)."""
+    import_parquet()
+    import pyarrow as pa
+
+    return pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+    ])
+
+
+def records_to_arrow(records: Sequence[KafkaRecord]) -> Any:
+    """Records as a ``pyarrow.RecordBatch`` with the Kafka source columns."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([r.topic for r in records], pa.string()),
+        pa.array([r.partition for r in records], pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pa.array([r.timestamp_ms * 1000 if r.timestamp_ms else None for r in records], pa.timestamp("us", tz="UTC")),
+        pa.array([_CREATE_TIME] * len(records), pa.int32()),
+    ], schema=kafka_arrow_schema())
+
+
+def arrow_to_records(batch: Any) -> Iterator[KafkaRecord]:
+    """KafkaRecords of a table or batch holding (at least) the Kafka source columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = set(batch.schema.names)
+    missing = [c for c in ("value", "topic", "partition", "offset") if c not in names]
+    if missing:
+        raise CaptureError(f"Parquet capture lacks the Kafka columns {missing}; it needs {list(KAFKA_COLUMNS)}")
+    count = batch.num_rows
+    keys = batch.column("key").to_pylist() if "key" in names else [None] * count
+    values = batch.column("value").to_pylist()
+    topics = batch.column("topic").to_pylist()
+    partitions = batch.column("partition").to_pylist()
+    offsets = batch.column("offset").to_pylist()
+    if "timestamp" in names:
+        column = batch.column("timestamp")
+        if pa.types.is_timestamp(column.type):
+            # Spark writes INT96 (read back as ns) or micros: normalise any unit to milliseconds.
+            column = pc.cast(pc.cast(column, pa.timestamp("ms", tz=column.type.tz), safe=False), pa.int64())
+        timestamps = column.to_pylist()
+    else:
+        timestamps = [None] * count
+    for key, value, topic, partition, offset, timestamp in zip(keys, values, topics, partitions, offsets, timestamps):
+        yield KafkaRecord(topic=topic, partition=int(partition), offset=int(offset), key=key, value=value,
+                          timestamp_ms=int(timestamp) if timestamp and timestamp > 0 else 0)
+
+
+def _parquet_file(path: Path) -> Any:
+    pq = import_parquet()
+    try:
+        return pq.ParquetFile(path)
+    except (OSError, ValueError) as exc:
+        raise CaptureError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def _read_parquet(path: Path, row_groups: Sequence[int] | None = None) -> Iterator[KafkaRecord]:
+    handle = _parquet_file(path)
+    wanted = [c for c in KAFKA_COLUMNS if c in handle.schema_arrow.names]
+    groups = range(handle.num_row_groups) if row_groups is None else row_groups
+    for group in groups:
+        yield from arrow_to_records(handle.read_row_group(group, columns=wanted))
+
+
+# --------------------------------------------------------------------------- reading
+def read_capture(paths: str | Path | Sequence[str | Path], format: str = "auto") -> Iterator[KafkaRecord]:
+    """Every record of the capture files ``paths`` (see :func:`capture_files`), in file order."""
+    for path in capture_files(paths):
+        kind = detect_format(path, format)
+        if kind == "parquet":
+            yield from _read_parquet(path)
+        else:
+            for record in _read_lines(path, kind):
+                assert isinstance(record, KafkaRecord)  # not lenient: bad lines raise
+                yield record
+
+
+@dataclass(frozen=True)
+class CaptureSplit:
+    """A part of one capture file one Spark task reads: a byte range or some Parquet row groups."""
+
+    path: str
+    format: str
+    #: Byte range ``[start, end)`` of a line format; end None = to the end of the file.
+    start: int = 0
+    end: int | None = None
+    #: Parquet row groups; None = all of them.
+    row_groups: tuple[int, ...] | None = None
+
+
+def read_split(split: CaptureSplit, *, lenient: bool = False) -> Iterator[KafkaRecord | BadLine]:
+    """The records of one split; ``lenient`` yields BadLine for malformed lines instead of raising."""
+    path = Path(split.path)
+    if split.format == "parquet":
+        return _read_parquet(path, split.row_groups)
+    return _read_lines(path, split.format, split.start, split.end, lenient=lenient)
+
+
+def plan_splits(
+    paths: str | Path | Sequence[str | Path], format: str = "auto", *, max_split_bytes: int = 64 << 20,
+    min_splits: int = 1, splittable: bool = True,
+) -> list[CaptureSplit]:
+    """Cut capture files into splits of at most ``max_split_bytes`` (or at least ``min_splits`` in all).
+
+    ``splittable=False`` keeps each file whole (a stateful protocol must see a partition's records in
+    order in one task); gzip files are never split. Parquet splits are whole row groups.
+    """
+    files = capture_files(paths)
+    formats = [detect_format(f, format) for f in files]
+    sizes = [f.stat().st_size for f in files]
+    total = sum(sizes)
+    # Like Spark's FilePartition.maxSplitBytes: enough splits to keep min_splits cores busy.
+    target = max(1, min(max_split_bytes, -(-total // max(1, min_splits)) if total else max_split_bytes))
+    splits: list[CaptureSplit] = []
+    for path, kind, size in zip(files, formats, sizes):
+        if kind == "parquet":
+            splits.extend(_parquet_splits(path, target if splittable else None))
+        elif not splittable or _is_gzip(path) or size <= target:
+            splits.append(CaptureSplit(str(path), kind))
+        else:
+            for start in range(0, size, target):
+                end = start + target
+                splits.append(CaptureSplit(str(path), kind, start, None if end >= size else end))
+    return splits
+
+
+def _parquet_splits(path: Path, target: int | None) -> list[CaptureSplit]:
+    if path.is_dir():
+        return [CaptureSplit(str(p), "parquet") for p in capture_files(path)]
+    metadata = _parquet_file(path).metadata
+    if target is None or metadata.num_row_groups <= 1:
+        return [CaptureSplit(str(path), "parquet")]
+    splits: list[CaptureSplit] = []
+    group: list[int] = []
+    size = 0
+    for index in range(metadata.num_row_groups):
+        group.append(index)
+        size += metadata.row_group(index).total_byte_size
+        if size >= target:
+            splits.append(CaptureSplit(str(path), "parquet", row_groups=tuple(group)))
+            group, size = [], 0
+    if group:
+        splits.append(CaptureSplit(str(path), "parquet", row_groups=tuple(group)))
+    return splits
+
+
+# --------------------------------------------------------------------------- writing
+class CaptureWriter:
+    """Writes records to one capture file (``jsonl``, gzip when the name ends in .gz, or ``parquet``).
+
+    Use as a context manager; ``count`` is the number of records written so far.
+    """
+
+    def __init__(self, path: str | Path, format: str = "auto", *, row_group_records: int = 65536) -> None:
+        self.path = Path(path)
+        self.format = format = writable_format(self.path, format)
+        if format == "parquet":
+            import_parquet()  # fail now, before any file is created
+        self.count = 0
+        self._row_group_records = row_group_records
+        self._pending: list[KafkaRecord] = []
+        self._parquet: Any = None
+        self._handle: IO[bytes] | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if format == "jsonl":
+            if _is_gzip(self.path):
+                self._handle = cast(IO[bytes], gzip.open(self.path, "wb"))
+            else:
+                self._handle = open(self.path, "wb", buffering=1 << 20)
+
+    def write(self, record: KafkaRecord) -> None:
+        """Append one record."""
+        if self._handle is not None:
+            self._handle.write(record_line(record))
+        else:
+            self._pending.append(record)
+            if len(self._pending) >= self._row_group_records:
+                self._flush_parquet()
+        self.count += 1
+
+    def write_all(self, records: Iterable[KafkaRecord]) -> int:
+        """Append records; returns how many."""
+        before = self.count
+        for record in records:
+            self.write(record)
+        return self.count - before
+
+    def _flush_parquet(self) -> None:
+        if not self._pending:
+            return
+        pq = import_parquet()
+        if self._parquet is None:
+            self._parquet = pq.ParquetWriter(self.path, kafka_arrow_schema())
+        self._parquet.write_batch(records_to_arrow(self._pending))
+        self._pending = []
+
+    def close(self) -> None:
+        """Finish the file (flushes buffered records)."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+            return
+        if self.format == "parquet":
+            if self._parquet is None and not self._pending:
+                import_parquet().write_table(kafka_arrow_schema().empty_table(), self.path)
+                return
+            self._flush_parquet()
+            if self._parquet is not None:
+                self._parquet.close()
+                self._parquet = None
+
+    def __enter__(self) -> CaptureWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_capture(path: str | Path, records: Iterable[KafkaRecord], format: str = "auto") -> int:
+    """Write ``records`` to a new capture file; returns how many were written."""
+    with CaptureWriter(path, format) as writer:
+        return writer.write_all(records)
