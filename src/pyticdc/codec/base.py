@@ -115,3 +115,7 @@ class BaseDecoder(ABC):
     @abstractmethod
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """Decode one Kafka message into events; bad bytes raise only DecodeError."""
+
+    @abstractmethod
+    def decode_reference(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
+        """Decode on the reference path only (no fast-path caches): the oracle of ``decode``."""
