@@ -15,14 +15,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import orjson
 
 from pyticdc.codec.base import Message
 from pyticdc.codec.simple import OPTIONS, Decoder, Encoder
 from pyticdc.codec.simple.decoder import parse_avro
 from pyticdc.codec.simple.message import Wire
-from pyticdc.errors import DecodeError
+from pyticdc.errors import ConfigError, DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Event, RowChange, Watermark
 from pyticdc.vectors.compare import diff_bytes, diff_json, expected_bytes, json_span, jsonable
 from pyticdc.vectors.generic import MemoryClaimCheck as _MemoryClaimCheck
@@ -93,8 +92,17 @@ def _compare_json(case: dict[str, Any], message: Message) -> str | None:
 
 
 @lru_cache(maxsize=4)
+def _fastavro() -> Any:
+    # An independent Avro reader, an optional dependency (pyticdc[vectors]): imported on first use.
+    try:
+        import fastavro
+    except ImportError:
+        raise ConfigError("checking Simple-Avro vectors needs fastavro: pip install 'pyticdc[vectors]'") from None
+    return fastavro
+
+
 def _fastavro_schema(path: str) -> Any:
-    return fastavro.parse_schema(orjson.loads(Path(path).read_bytes()))
+    return _fastavro().parse_schema(orjson.loads(Path(path).read_bytes()))
 
 
 def _plain(value: Any) -> Any:
@@ -112,7 +120,7 @@ def _plain(value: Any) -> Any:
 
 def fastavro_native(data: bytes, schema_path: str) -> Any:
     """Decode one Simple Avro message with fastavro (record names kept), in the vectors' JSON form."""
-    record = fastavro.schemaless_reader(io.BytesIO(data), _fastavro_schema(schema_path), None,
+    record = _fastavro().schemaless_reader(io.BytesIO(data), _fastavro_schema(schema_path), None,
                                         return_record_name=True, handle_unicode_errors="surrogateescape")
     return _plain(record)
 
