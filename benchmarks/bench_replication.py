@@ -211,14 +211,15 @@ def generate(path: Path, rows: int, tables: int) -> tuple[int, dict[tuple[str, s
     return result
 
 
-def run_pyticdc(spark: Any, capture: Path, warehouse: Path, batch_records: int) -> tuple[float, int]:
+def run_pyticdc(spark: Any, capture: Path, warehouse: Path, batch_records: int,
+                engine: str = "driver") -> tuple[float, int]:
     """Replicate the capture; (seconds, batches)."""
     from pyticdc.spark.replication import ReplicationSource, SparkReplication
 
     shutil.rmtree(warehouse, ignore_errors=True)
     started = time.perf_counter()
     job = SparkReplication(spark, ReplicationSource.capture(PROTOCOL, OPTIONS, capture), warehouse,
-                           batch_records=batch_records,
+                           batch_records=batch_records, engine=engine,
                            on_batch=lambda r: print(f"    batch {r.version}: {r.records:,} records, "
                                                     f"{r.rows_applied:,} rows in {r.seconds:.1f}s", file=sys.stderr))
     reports = job.run()
@@ -254,6 +255,110 @@ def run_baseline(spark: Any, capture: Path, output: Path) -> float:
     return time.perf_counter() - started
 
 
+def _merge_latest(table: Any) -> Any:
+    # The baseline's apply, in an executor: one delta-rs MERGE of a table's latest change per key.
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    name = table.column("table")[0].as_py()
+    path = str(Path(table.column("root")[0].as_py()) / name)
+    data = table.select(["id", "type", "row"])
+    if not DeltaTable.is_deltatable(path):
+        write_deltalake(path, data.slice(0, 0))
+    (DeltaTable(path).merge(data, predicate="t.id = s.id", source_alias="s", target_alias="t")
+     .when_matched_delete(predicate="s.type = 'DELETE'").when_matched_update_all(predicate="s.type != 'DELETE'")
+     .when_not_matched_insert_all(predicate="s.type != 'DELETE'").execute())
+    return pa.table({"table": [name], "rows": [data.num_rows]})
+
+
+def run_merge_baseline(spark: Any, capture: Path, output: Path) -> float:
+    """Hand-rolled with the same Delta engine: from_json, dropDuplicates, latest per key, MERGE; seconds."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, BooleanType, LongType, MapType, StringType, StructField, StructType
+
+    shutil.rmtree(output, ignore_errors=True)
+    output.mkdir(parents=True)
+    canal = StructType([
+        StructField("database", StringType()), StructField("table", StringType()), StructField("isDdl", BooleanType()),
+        StructField("type", StringType()), StructField("data", ArrayType(MapType(StringType(), StringType()))),
+        StructField("_tidb", StructType([StructField("commitTs", LongType())])),
+    ])
+    started = time.perf_counter()
+    raw = spark.read.json(str(capture))
+    messages = raw.select(F.from_json(F.unbase64("value").cast("string"), canal).alias("m"))
+    rows = (messages.where(~F.col("m.isDdl") & F.col("m.type").isin("INSERT", "UPDATE", "DELETE"))
+            .select(F.col("m.table").alias("table"), F.col("m.type").alias("type"),
+                    F.col("m._tidb.commitTs").alias("commit_ts"), F.explode("m.data").alias("row"))
+            .withColumn("id", F.col("row")["id"].cast("long")))
+    unique = rows.dropDuplicates(["table", "id", "commit_ts", "type"])
+    latest = (unique.withColumn("rank", F.row_number().over(
+        Window.partitionBy("table", "id").orderBy(F.col("commit_ts").desc(), F.col("type").desc())))
+        .where(F.col("rank") == 1).drop("rank").withColumn("root", F.lit(str(output)))
+        .select("table", "id", "type", "commit_ts", F.to_json("row").alias("row"), "root"))
+    latest.groupBy("table").applyInArrow(_merge_latest, "table string, rows bigint").collect()
+    return time.perf_counter() - started
+
+
+def _worker(args: argparse.Namespace) -> int:
+    # One measured run in this process: pyticdc (distributed engine) on ``--master``, then the baseline.
+    import json
+    import resource
+
+    from pyticdc.spark.session import spark_session
+
+    spark = spark_session("pyticdc-bench", args.master, {"spark.driver.memory": "2g",
+                                                          "spark.sql.shuffle.partitions": "4"})
+    spark.sparkContext.setLogLevel("ERROR")
+    size = int(args.rows)
+    capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"
+    row_changes, truth, infos = generate(capture, size, args.tables)
+    warehouse = args.data_dir / f"warehouse-{args.master.replace('[', '-').rstrip(']')}"
+    seconds, batches = run_pyticdc(spark, capture, warehouse, args.batch_records, engine="distributed")
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    check = "skipped" if args.no_verify else verify(warehouse, truth, infos)
+    baseline = None if args.no_baseline else run_merge_baseline(spark, capture, args.data_dir / "baseline-merge")
+    print(json.dumps({"seconds": seconds, "batches": batches, "rss_mb": rss_mb, "rows": row_changes,
+                      "check": check, "baseline": baseline}))
+    spark.stop()
+    return 0
+
+
+def scaling(args: argparse.Namespace) -> int:
+    """local[1] and local[2] in subprocesses; ends with the scaling, ratio and driver RSS lines."""
+    import json
+    import subprocess
+
+    size = int(args.rows.split(",")[-1].replace("_", ""))
+    capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"
+    generate(capture, size, args.tables)
+    results = {}
+    for master in ("local[1]", "local[2]"):
+        command = [sys.executable, __file__, "--worker", "--master", master, "--rows", str(size), "--tables",
+                   str(args.tables), "--data-dir", str(args.data_dir), "--batch-records", str(args.batch_records)]
+        if master == "local[1]" or args.no_baseline:
+            command.append("--no-baseline")
+        if args.no_verify:
+            command.append("--no-verify")
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(done.stderr[-4000:], file=sys.stderr)
+            return 1
+        results[master] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"  {master}: {results[master]}", file=sys.stderr)
+    one, two = results["local[1]"], results["local[2]"]
+    rows = two["rows"]
+    ok = all(r["check"] in ("ok", "skipped") for r in results.values())
+    print(f"scaling: local[1] {one['seconds']:.1f} s, local[2] {two['seconds']:.1f} s, "
+          f"speedup {one['seconds'] / two['seconds']:.2f}")
+    base = two["baseline"]
+    base_rate = rows / base if base else float("nan")
+    ratio = base / two["seconds"] if base else float("nan")
+    print(f"ratio: pyticdc {rows / two['seconds']:.0f} rows/s, baseline {base_rate:.0f} rows/s, ratio {ratio:.2f}")
+    print(f"driver peak RSS: {max(one['rss_mb'], two['rss_mb']):.0f} MB")
+    return 0 if ok else 1
+
+
 def verify(warehouse: Path, truth: dict[tuple[str, str], Counter[Row]], infos: dict[Any, Any]) -> str:
     """'ok' or the first difference between the replica and the workload's final state."""
     from pyticdc.replica.check import compare_replica
@@ -274,7 +379,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="records per replication batch (default 200000)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the hand-rolled pipeline")
     parser.add_argument("--no-verify", action="store_true", help="skip comparing the replica with the truth")
+    parser.add_argument("--scaling", action="store_true",
+                        help="the distributed engine on local[1] and local[2] (subprocesses) and the MERGE baseline; "
+                             "ends with the scaling, ratio and driver peak RSS lines")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        return _worker(args)
+    if args.scaling:
+        return scaling(args)
     sizes = [int(s.replace("_", "")) for s in args.rows.split(",") if s.strip()]
 
     from pyticdc.spark.session import spark_session

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_codecs import make_rows
-from pyticdc.codec import built_protocols, make_encoder
+from pyticdc.codec import PROTOCOLS, make_encoder
 from pyticdc.io.capture import write_capture
 from pyticdc.model import Event, KafkaRecord
 
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = spark_session("pyticdc-bench", "local[2]", {"spark.sql.shuffle.partitions": "2"})
     spark.sparkContext.setLogLevel("ERROR")
     events: list[Event] = list(make_rows(args.rows))  # the rows bench_codecs measures
-    extra = built_protocols() if args.protocols == "all" else [p for p in args.protocols.split(",") if p]
+    extra = list(PROTOCOLS) if args.protocols == "all" else [p for p in args.protocols.split(",") if p]
     protocols = ["canal-json", *[p for p in extra if p != "canal-json"]]
     results: list[tuple[str, int, float, int]] = []
     with tempfile.TemporaryDirectory(prefix="pyticdc-bench-") as tmp:

@@ -105,7 +105,7 @@ def test_every_protocol_decodes_to_lossless_rows(protocol: str) -> None:
         elif event.kind == "watermark":
             assert row["commit_ts"] == Decimal(event.resolved_ts)  # type: ignore[union-attr]
         elif event.kind == "ddl":
-            assert row["ddl_query"] == event.query and row["ddl_type"] == event.ddl_type  # type: ignore[union-attr]
+            assert row["ddl_query"] == event.query and row["ddl_type_code"] == event.ddl_type  # type: ignore[union-attr]
 
 
 @given(st.dictionaries(st.text(min_size=1, max_size=8), st.one_of(
@@ -155,7 +155,7 @@ def test_garbage_becomes_error_rows_and_decoding_continues() -> None:
     errors = [r for r in rows if r["kind"] == "error"]
     assert [(r["offset"], r["raw_key"], r["raw_value"]) for r in errors] == [
         (100, b"k", b"\x00\x01garbage"), (101, None, b"{}")]
-    assert all(r["error"].startswith("canal-json:") for r in errors)
+    assert all(r["reason"].startswith("canal-json:") for r in errors)
     assert rows[-1]["kind"] == "row" and rows[-1]["offset"] == 102
 
 
@@ -195,7 +195,7 @@ def test_simple_rows_without_schema_are_quarantined() -> None:
     rows = _rows("simple", without)
     assert [r for r in rows if r["kind"] == "row"] == []
     errors = [r for r in rows if r["kind"] == "error"]
-    assert len(errors) == 4 and all("not received" in r["error"] for r in errors)
+    assert len(errors) == 4 and all("not received" in r["reason"] for r in errors)
     assert {r["offset"] for r in errors} == {r.offset for r in without if _decode_one(r)[0].kind == "row"}
     assert all(r["raw_value"] for r in errors)  # replayable
 

@@ -438,16 +438,18 @@ def _peer_args(root: Path, rel: str, tmp_path: Path) -> Iterator[list[str]]:
     """decode flags for a file of the peers corpus (a flink-cdc wrapper is unwrapped into its messages)."""
     path = root / rel
     protocol = "canal-json" if "canal" in rel.lower() else "debezium"
+    # Flink's encoders, the unwrapped row and the stripped Flink CDC fixtures name no table: say which.
+    table = ["-o", "default-table=peers.t"]
     if rel.endswith((".txt", ".jsonl")):
-        yield ["-p", protocol, "--lines", str(path)]
+        yield ["-p", protocol, *table, "--lines", str(path)]
     elif rel.startswith("flink-cdc/"):
         wrapper = orjson.loads(path.read_bytes())
         for name, message in wrapper.items():
             unwrapped = tmp_path / f"{path.stem}.{name}.json"
             unwrapped.write_bytes(orjson.dumps(message))
-            yield ["-p", "debezium", "--value", str(unwrapped)]
+            yield ["-p", "debezium", *table, "--value", str(unwrapped)]
     else:
-        yield ["-p", protocol, "--value", str(path)]
+        yield ["-p", protocol, *table, "--value", str(path)]
 
 
 def _decode_stably(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:

@@ -49,6 +49,19 @@ def _outcome(decode: Any, value: bytes | None, key: bytes | None) -> tuple[str, 
     return ("events", events)
 
 
+def _difference(fast: tuple[str, Any], slow: tuple[str, Any], value: bytes,
+                history: list[tuple[bytes, bytes | None]]) -> str:
+    """Where the two outcomes differ, for the failure message."""
+    lines = [f"input {value!r} after {len(history)} earlier inputs {[h for h, _ in history]!r}"]
+    if fast[0] == slow[0] == "events" and len(fast[1]) == len(slow[1]):
+        for one, other in zip(fast[1], slow[1]):
+            lines += [f"{name}: fast {getattr(one, name)!r} reference {getattr(other, name)!r}"
+                      for name in one.__struct_fields__ if getattr(one, name) != getattr(other, name)]
+    else:
+        lines.append(f"fast {fast!r}\nreference {slow!r}")
+    return "\n".join(lines)
+
+
 def _variants(value: bytes, rng: random.Random) -> list[bytes]:
     out = [value, value[: len(value) // 2], value[:-1]]
     for _ in range(4):
@@ -78,6 +91,6 @@ def test_fast_path_equals_reference(protocol: str, encoder_options: dict[str, An
                 _outcome(reference.decode_reference, earlier_value, earlier_key)
             fast = _outcome(warm.decode, value, message.key)
             slow = _outcome(reference.decode_reference, value, message.key)
-            assert fast == slow, (protocol, value)
+            assert fast == slow, _difference(fast, slow, value, history)
             history.append((value, message.key))
     assert len(history) == 7 * len(messages)

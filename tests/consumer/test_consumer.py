@@ -299,8 +299,11 @@ def test_a_record_from_an_unsubscribed_partition_is_a_config_error() -> None:
 def test_protocols_without_watermarks_are_refused(protocol: str) -> None:
     # Without enable-tidb-extension they send no watermark (and Canal-JSON no commit ts): the consumer
     # could never know anything is complete.
-    with pytest.raises(ConfigError, match="enable-tidb-extension"):
+    with pytest.raises(ConfigError, match="enable-tidb-extension") as refused:
         Consumer(protocol, partitions={TOPIC: 1})
+    # The message names the protocol refused, and only that one.
+    others = {"canal-json", "debezium"} - {protocol}
+    assert str(refused.value).startswith(protocol) and not any(o in str(refused.value) for o in others)
     Consumer(protocol, {"enable-tidb-extension": True}, partitions={TOPIC: 1})
 
 

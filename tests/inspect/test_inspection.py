@@ -175,9 +175,12 @@ def test_plot_writes_a_png(history: History, tmp_path: Path) -> None:
     assert empty.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_detect_protocol_reads_bare_json_rows_as_debezium_only_when_nothing_else_does() -> None:
-    # Any JSON object decodes as a Debezium unwrapped row; that lenient reading must not beat a
-    # protocol that reads the records strictly, yet still names a topic of bare rows.
+def test_detect_protocol_picks_no_protocol_on_bare_json_rows() -> None:
+    # A bare JSON object names no table: Debezium reads it as an unwrapped row only with default-table,
+    # so detection (which passes no such option) finds no protocol rather than inventing rows of "".
     bare = [KafkaRecord(topic="t", partition=0, offset=i, value=orjson.dumps({"id": i, "name": "x"}))
             for i in range(5)]
-    assert detect_protocol(bare) == ("debezium", {})
+    from pyticdc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="none of the protocols"):
+        detect_protocol(bare)

@@ -23,12 +23,22 @@ schema_version         decimal(20,0)        TiDB schema version (UpdateTS) where
 columns, pre_columns   map<string,string>   post- and pre-image as canonical text (below)
 base64_columns         array<string>        names whose text in the images is base64
 handle_key_only        boolean              the images hold only the handle-key columns
-ddl_query, ddl_type    string, int          DDL statement and TiDB ActionType code
+ddl_query              string               DDL statement
+ddl_type,              string, int          TiDB ActionType name in lower case (``create_table``; null
+ddl_type_code                               for a code pyticdc does not know) and its code (``3``)
 table_info,            string               the TableInfo as JSON (defaults omitted); read back with
 pre_table_info                              :func:`parse_table_info`
-error                  string               why the record failed (``kind = 'error'`` only)
+reason                 string               why the record failed (``kind = 'error'`` only)
 raw_key, raw_value     binary               the undecodable record's bytes (``error`` only)
 =====================  ===================  =======================================================
+
+The names, and the type of every column both have, are those of ``pyticdc decode``'s event JSON
+(:mod:`pyticdc.io.eventjson`, ``docs/event-json.md``): the same event reads the same in a Spark table
+and in a decode output line. What differs is only how images are written (here canonical text in a
+``map<string,string>`` with ``base64_columns``, there typed JSON values) and the schema (here
+``table_info`` JSON, there ``table_columns``). The quarantine tables (:data:`QUARANTINE_COLUMNS`, the
+Spark sink's and the replica's) hold an error row's ``topic``, ``partition``, ``offset``,
+``kafka_timestamp`` and ``reason``, with the protocol and the bytes as ``protocol``, ``key``, ``value``.
 
 Why ``decimal(20,0)`` for TSOs: TiCDC carries ``commit_ts`` as a uint64. Spark has no unsigned
 64-bit type; ``bigint`` would wrap values >= 2**63 negative and ``double`` rounds above 2**53
@@ -68,6 +78,7 @@ import msgspec
 from pyticdc.codec import canonical_protocol, codec_module, make_decoder
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
 from pyticdc.errors import DecodeError
+from pyticdc.io.eventjson import ddl_type_name
 from pyticdc.model import Bootstrap, DDLEvent, Event, KafkaRecord, Row, RowChange, TableInfo, TypeCode, Watermark
 from pyticdc.mysql import STRING_TYPES
 
@@ -76,6 +87,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_COLUMNS",
+    "QUARANTINE_COLUMNS",
     "EventRowBuilder",
     "PartitionDecoder",
     "RecordDecoder",
@@ -84,6 +96,7 @@ __all__ = [
     "event_arrow_schema",
     "event_dicts",
     "parse_table_info",
+    "quarantine_arrow_schema",
     "row_dict",
     "row_images",
     "row_text",
@@ -96,7 +109,8 @@ _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 EVENT_NAMES: Final = (
     "topic", "partition", "offset", "kafka_timestamp", "event_index", "kind", "op", "schema", "table", "table_id",
     "physical_table_id", "commit_ts", "schema_version", "columns", "pre_columns", "base64_columns",
-    "handle_key_only", "ddl_query", "ddl_type", "table_info", "pre_table_info", "error", "raw_key", "raw_value",
+    "handle_key_only", "ddl_query", "ddl_type", "ddl_type_code", "table_info", "pre_table_info", "reason", "raw_key",
+    "raw_value",
 )
 _MAP_COLUMNS: Final = frozenset({"columns", "pre_columns"})
 
@@ -116,16 +130,41 @@ def _event_columns() -> tuple[tuple[str, pa.DataType], ...]:
         "op": pa.string(), "schema": pa.string(), "table": pa.string(), "table_id": pa.int64(),
         "physical_table_id": pa.int64(), "commit_ts": tso, "schema_version": tso, "columns": text_map,
         "pre_columns": text_map, "base64_columns": pa.list_(pa.field("element", pa.string())),
-        "handle_key_only": pa.bool_(), "ddl_query": pa.string(), "ddl_type": pa.int32(), "table_info": pa.string(),
-        "pre_table_info": pa.string(), "error": pa.string(), "raw_key": pa.binary(), "raw_value": pa.binary(),
+        "handle_key_only": pa.bool_(), "ddl_query": pa.string(), "ddl_type": pa.string(), "ddl_type_code": pa.int32(),
+        "table_info": pa.string(), "pre_table_info": pa.string(), "reason": pa.string(), "raw_key": pa.binary(),
+        "raw_value": pa.binary(),
     }
     return tuple((name, types[name]) for name in EVENT_NAMES)
+
+
+@functools.cache
+def _quarantine_columns() -> tuple[tuple[str, pa.DataType], ...]:
+    types = dict(_event_columns())
+    import pyarrow as pa
+
+    return (("topic", types["topic"]), ("partition", types["partition"]), ("offset", types["offset"]),
+            ("kafka_timestamp", types["kafka_timestamp"]), ("protocol", pa.string()), ("reason", types["reason"]),
+            ("key", pa.binary()), ("value", pa.binary()))
 
 
 def __getattr__(name: str) -> Any:
     if name == "EVENT_COLUMNS":
         return _event_columns()
+    if name == "QUARANTINE_COLUMNS":
+        return _quarantine_columns()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: The columns of a quarantine table, the Spark sink's and the replica's (``_pyticdc/quarantine``): where the record
+#: was, when, the protocol it failed to decode in, why, and its bytes (built on first use, as EVENT_COLUMNS).
+QUARANTINE_COLUMNS: tuple[tuple[str, pa.DataType], ...]
+
+
+def quarantine_arrow_schema() -> pa.Schema:
+    """The Arrow schema of the quarantine tables."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, kind) for name, kind in _quarantine_columns()])
 
 
 def event_arrow_schema() -> pa.Schema:
@@ -285,16 +324,16 @@ class EventRowBuilder:
             self.rows.append((
                 *head, "ddl", None, event.schema, event.table, info.table_id if info else None,
                 info.table_id if info else None, event.commit_ts, info.schema_version if info else None,
-                None, None, None, None, event.query, event.ddl_type,
+                None, None, None, None, event.query, ddl_type_name(event.ddl_type), int(event.ddl_type),
                 _table_text(info).json if info else None,
                 _table_text(event.pre_table_info).json if event.pre_table_info else None, None, None, None))
         elif isinstance(event, Watermark):
             self.rows.append((*head, "watermark", None, None, None, None, None, event.resolved_ts, None, None, None,
-                                     None, None, None, None, None, None, None, None, None))
+                                     None, None, None, None, None, None, None, None, None, None))
         elif isinstance(event, Bootstrap):
             info = event.table_info
             self.rows.append((*head, "bootstrap", None, info.schema, info.table, info.table_id, info.table_id, None,
-                                     info.schema_version, None, None, None, None, None, None,
+                                     info.schema_version, None, None, None, None, None, None, None,
                                      _table_text(info).json, None, None, None, None))
         else:
             raise TypeError(f"not an event: {type(event).__name__}")
@@ -304,7 +343,7 @@ class EventRowBuilder:
         self.rows.append((record.topic, record.partition, record.offset,
                           record.timestamp_ms * 1000 if record.timestamp_ms else None, 0, "error",
                           None, None, None, None, None, None, None, None, None, None, None, None, None, None, None,
-                          reason, record.key, record.value))
+                          None, reason, record.key, record.value))
 
     def to_batch(self) -> pa.RecordBatch:
         """The accumulated rows as one Arrow batch (the builder is emptied)."""
@@ -334,7 +373,7 @@ def _row_fields(event: RowChange) -> tuple[Any, ...]:
     schema_version = event.schema_version or (info.schema_version if info else 0)
     return ("row", event.op.value, event.schema, event.table, event.table_id, event.physical_table_id,
             event.commit_ts, schema_version or None, post, pre, names or None, event.handle_key_only, None, None,
-            info_json, None, None, None, None)
+            None, info_json, None, None, None, None)
 
 
 def _map_array(images: Sequence[_Image | None], kind: pa.DataType) -> pa.Array:

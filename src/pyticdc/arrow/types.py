@@ -2,12 +2,16 @@
 
 The decoded-event DataFrame keeps row images as canonical text (``map<string,string>``, see
 :mod:`pyticdc.arrow.rows`) so one DataFrame holds every table. :func:`project_rows` turns the rows of
-*one* table into typed columns using its TableInfo, with this mapping:
+*one* table into typed columns using its TableInfo, with this mapping — the one mapping of pyticdc:
+``typed_rows``, the replica tables and ``pyticdc replicate`` all use it (``docs/types.md`` has it per
+protocol, with what each protocol loses). Two choices are options (:class:`TypeMapping`,
+:data:`TYPE_OPTIONS`): ``tinyint1-as-boolean`` and ``time-as``.
 
 ===============================  =====================  ==============================================
 TiDB type                        Spark type             notes
 ===============================  =====================  ==============================================
-TINYINT                          tinyint                UNSIGNED: smallint
+TINYINT                          tinyint                UNSIGNED: smallint; TINYINT(1) is boolean with
+                                                        ``tinyint1-as-boolean`` (where the width is known)
 SMALLINT                         smallint               UNSIGNED: int
 MEDIUMINT, INT                   int                    INT UNSIGNED: bigint
 BIGINT                           bigint                 UNSIGNED: decimal(20,0), exact to 2**64-1
@@ -20,7 +24,9 @@ DATE                             date                   zero or invalid dates ('
 DATETIME(fsp)                    timestamp_ntz          wall-clock time, microseconds
 TIMESTAMP(fsp)                   timestamp              a UTC instant: TiCDC prints TIMESTAMP in the
                                                         changefeed ``time-zone``; it is read in that zone
-TIME(fsp)                        interval day to second -838:59:59 .. 838:59:59 fits; not a time of day
+TIME(fsp)                        bigint                 microseconds, signed (-838:59:59 is
+                                                        -3020399000000): Delta has no interval type;
+                                                        ``time-as=string``: TiDB's text
 CHAR, VARCHAR, TEXT (any size)   string
 BINARY, VARBINARY, BLOB          binary                 bytes exactly as stored
 BIT(n)                           binary                 big-endian, ceil(n/8) bytes (8 if n unknown)
@@ -45,6 +51,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
@@ -57,8 +64,11 @@ from pyticdc.model import ColumnInfo, TableInfo, TypeCode
 from pyticdc.mysql import DECIMAL_TYPES, STRING_TYPES
 
 __all__ = [
+    "DEFAULT_TYPES",
     "IMAGES",
     "METADATA_COLUMNS",
+    "TYPE_OPTIONS",
+    "TypeMapping",
     "column_arrow_type",
     "project_rows",
     "project_table",
@@ -91,14 +101,63 @@ _INT_TYPES: Final[dict[int, tuple[pa.DataType, pa.DataType]]] = {
 }
 _UTC: Final = dt.timezone.utc
 
+#: The type-mapping options: (name, default, choices, meaning). ``docs/types.md`` is generated from it.
+TYPE_OPTIONS: Final[tuple[tuple[str, str, tuple[str, ...], str], ...]] = (
+    ("tinyint1-as-boolean", "false", ("true", "false"),
+     "TINYINT(1) as boolean (0 is false, any other value true) instead of tinyint; only where the protocol "
+     "carries the display width (elsewhere the column stays tinyint)"),
+    ("time-as", "micros", ("micros", "string"),
+     "TIME as bigint microseconds (signed; Delta has no interval type) or as TiDB's text (`-838:59:59.000000`)"),
+)
+
+
+@dataclass(frozen=True)
+class TypeMapping:
+    """The choices of the type mapping where users legitimately differ (see :data:`TYPE_OPTIONS`)."""
+
+    tinyint1_as_boolean: bool = False
+    #: ``micros`` (bigint microseconds) or ``string`` (TiDB's text).
+    time_as: str = "micros"
+
+    def __post_init__(self) -> None:
+        if self.time_as not in ("micros", "string"):
+            raise ConfigError(f"option time-as: expected micros or string, got {self.time_as!r}")
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any] | TypeMapping | None) -> TypeMapping:
+        """A mapping from options named as in :data:`TYPE_OPTIONS` (or as Python names); ConfigError otherwise."""
+        if isinstance(options, TypeMapping):
+            return options
+        values: dict[str, str] = {}
+        for name, value in (options or {}).items():
+            key = str(name).strip().lower().replace("_", "-")
+            if key not in {n for n, *_ in TYPE_OPTIONS}:
+                raise ConfigError(f"unknown type-mapping option {name!r}; valid: "
+                                  f"{', '.join(n for n, *_ in TYPE_OPTIONS)}")
+            values[key] = str(value).strip().lower()
+        boolean = values.get("tinyint1-as-boolean", "false")
+        if boolean not in ("true", "false"):
+            raise ConfigError(f"option tinyint1-as-boolean: expected true or false, got {boolean!r}")
+        return cls(tinyint1_as_boolean=boolean == "true", time_as=values.get("time-as", "micros"))
+
+
+#: The default mapping: what the replica, ``typed_rows`` and ``pyticdc replicate`` use unless told otherwise.
+DEFAULT_TYPES: Final = TypeMapping()
+
+
+def _is_boolean(column: ColumnInfo, mapping: TypeMapping) -> bool:
+    return mapping.tinyint1_as_boolean and column.type_code == _T.TINY and column.flen == 1
+
 
 def _is_binary(column: ColumnInfo) -> bool:
     return column.charset == "binary"
 
 
-def column_arrow_type(column: ColumnInfo) -> pa.DataType:
+def column_arrow_type(column: ColumnInfo, mapping: TypeMapping = DEFAULT_TYPES) -> pa.DataType:
     """The Arrow type of a column's typed values (see the module table)."""
     code = column.type_code
+    if _is_boolean(column, mapping):
+        return pa.bool_()
     if code in _INT_TYPES:
         signed, unsigned = _INT_TYPES[code]
         return unsigned if column.is_unsigned else signed
@@ -120,7 +179,7 @@ def column_arrow_type(column: ColumnInfo) -> pa.DataType:
     if code == _T.TIMESTAMP:
         return pa.timestamp("us", tz="UTC")
     if code == _T.TIME:
-        return pa.duration("us")
+        return pa.int64() if mapping.time_as == "micros" else pa.string()
     if code in STRING_TYPES:
         return pa.binary() if _is_binary(column) else pa.string()
     if code in (_T.BIT, _T.GEOMETRY):
@@ -130,14 +189,14 @@ def column_arrow_type(column: ColumnInfo) -> pa.DataType:
     return pa.string()  # ENUM, SET, JSON, NULL and anything unknown
 
 
-def table_arrow_schema(table_info: TableInfo) -> pa.Schema:
+def table_arrow_schema(table_info: TableInfo, mapping: TypeMapping = DEFAULT_TYPES) -> pa.Schema:
     """The Arrow schema of :func:`project_rows` output for ``table_info``."""
     names = {c.name for c in table_info.columns}
     clash = sorted(names & {name for name, _ in METADATA_COLUMNS})
     if clash:
         raise ConfigError(f"{table_info.qualified_name}: columns {clash} clash with the projection's metadata columns")
     fields = [pa.field(name, kind) for name, kind in METADATA_COLUMNS]
-    fields += [pa.field(c.name, column_arrow_type(c)) for c in table_info.columns]
+    fields += [pa.field(c.name, column_arrow_type(c, mapping)) for c in table_info.columns]
     return pa.schema(fields)
 
 
@@ -176,13 +235,13 @@ def _parse_datetime(text: str) -> dt.datetime | None:
     return value
 
 
-def _parse_time(text: str) -> dt.timedelta:
+def _parse_time(text: str) -> int:
+    """TIME text ('-838:59:59.5') → signed microseconds."""
     negative = text.startswith("-")
     body = text[1:] if negative else text
     clock, _, fraction = body.partition(".")
     hours, minutes, seconds = (int(part) for part in clock.split(":"))
-    value = dt.timedelta(hours=hours, minutes=minutes, seconds=seconds,
-                         microseconds=int(fraction[:6].ljust(6, "0")) if fraction else 0)
+    value = ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + (int(fraction[:6].ljust(6, "0")) if fraction else 0)
     return -value if negative else value
 
 
@@ -193,10 +252,12 @@ def _bits(value: int, width: int) -> bytes:
 Converter = Callable[[str, bool], Any]
 
 
-def text_converter(column: ColumnInfo, *, time_zone: str = "UTC") -> Converter:
+def text_converter(column: ColumnInfo, *, time_zone: str = "UTC", mapping: TypeMapping = DEFAULT_TYPES) -> Converter:
     """Function (canonical text, is_base64) → the typed Python value of ``column`` (for Arrow)."""
-    kind = column_arrow_type(column)
+    kind = column_arrow_type(column, mapping)
     code = column.type_code
+    if _is_boolean(column, mapping):
+        return lambda text, _b: int(text) != 0
     if code in _INT_TYPES or code == _T.YEAR:
         return lambda text, _b: int(text)
     if code in (_T.FLOAT, _T.DOUBLE):
@@ -225,6 +286,8 @@ def text_converter(column: ColumnInfo, *, time_zone: str = "UTC") -> Converter:
             return None if local is None else local.replace(tzinfo=zone).astimezone(_UTC)
         return instant
     if code == _T.TIME:
+        if mapping.time_as == "string":
+            return lambda text, _b: text
         return lambda text, _b: _parse_time(text)
     if code in STRING_TYPES or code == _T.GEOMETRY:
         if pa.types.is_binary(kind):
@@ -270,27 +333,32 @@ Texts = Mapping[str, "str | None"]
 _NO_MARKS: Final[frozenset[str]] = frozenset()
 
 
-def _plain_column(column: ColumnInfo, convert: Converter) -> Callable[[list[str | None]], list[Any]]:
+def _plain_column(column: ColumnInfo, convert: Converter,
+                  mapping: TypeMapping) -> Callable[[list[str | None]], list[Any]]:
     """Converts a whole column of texts none of which is base64 (the same values ``convert`` gives)."""
     code = column.type_code
+    if _is_boolean(column, mapping):
+        return lambda texts: [None if t is None else convert(t, False) for t in texts]
     if code in _INT_TYPES or code == _T.YEAR:
         return lambda texts: [None if t is None else int(t) for t in texts]
     if code == _T.DATETIME:
         return lambda texts: [None if t is None else _parse_datetime(t) for t in texts]
     if code in STRING_TYPES or code == _T.GEOMETRY:
-        if pa.types.is_binary(column_arrow_type(column)):
+        if pa.types.is_binary(column_arrow_type(column, mapping)):
             return lambda texts: [None if t is None else t.encode("utf-8") for t in texts]
         return lambda texts: texts
     return lambda texts: [None if t is None else convert(t, False) for t in texts]
 
 
-def _conversion_error(table_info: TableInfo, name: str, text: str, exc: BaseException) -> ValueError:
+def _conversion_error(table_info: TableInfo, name: str, text: str, exc: BaseException,
+                      mapping: TypeMapping) -> ValueError:
     return ValueError(f"{table_info.qualified_name}.{name}: cannot read {text!r} as "
-                      f"{column_arrow_type(table_info.columns[table_info.column_index[name]])}: {exc}")
+                      f"{column_arrow_type(table_info.columns[table_info.column_index[name]], mapping)}: {exc}")
 
 
 def typed_arrays(
     images: Sequence[Texts], marks: Sequence[Collection[str]], table_info: TableInfo, *, time_zone: str = "UTC",
+    mapping: TypeMapping = DEFAULT_TYPES,
 ) -> dict[str, pa.Array]:
     """Typed Arrow columns of ``table_info`` from row images as canonical texts (one per row).
 
@@ -298,7 +366,7 @@ def typed_arrays(
     event). Columns missing from an image are null. A text that does not convert raises ValueError
     naming the first such value in row order.
     """
-    converters = {c.name: text_converter(c, time_zone=time_zone) for c in table_info.columns}
+    converters = {c.name: text_converter(c, time_zone=time_zone, mapping=mapping) for c in table_info.columns}
     marked_anywhere: set[str] = set()
     for marked in marks:
         if marked:
@@ -313,7 +381,7 @@ def typed_arrays(
                 values[name] = [None if text is None else convert(text, name in marked)
                                 for text, marked in zip(texts, marks)]
             else:
-                values[name] = _plain_column(column, convert)(texts)
+                values[name] = _plain_column(column, convert, mapping)(texts)
     except (ValueError, InvalidOperation, ArithmeticError):
         # Column by column found a bad value: find the first one in row order, the one to report.
         for image, marked in zip(images, marks):
@@ -324,11 +392,11 @@ def typed_arrays(
                 try:
                     convert(text, name in marked)
                 except (ValueError, InvalidOperation, ArithmeticError) as exc:
-                    raise _conversion_error(table_info, name, text, exc) from None
+                    raise _conversion_error(table_info, name, text, exc, mapping) from None
         raise
     arrays: dict[str, pa.Array] = {}
     for column in table_info.columns:
-        kind = column_arrow_type(column)
+        kind = column_arrow_type(column, mapping)
         try:
             arrays[column.name] = pa.array(values[column.name], kind)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
@@ -339,15 +407,17 @@ def typed_arrays(
 
 def project_rows(
     events: pa.RecordBatch | pa.Table, table_info: TableInfo, *, image: str = "current", time_zone: str = "UTC",
+    mapping: TypeMapping = DEFAULT_TYPES,
 ) -> pa.RecordBatch:
     """Typed rows of one table from decoded-event rows (``kind = 'row'`` of that table).
 
     ``image``: ``current`` (post-image; a delete's pre-image), ``post`` or ``pre``. ``time_zone`` is the
     changefeed ``time-zone`` TIMESTAMP text is printed in. Columns missing from an image are null.
+    ``mapping``: the type-mapping options (default :data:`DEFAULT_TYPES`).
     """
     if image not in IMAGES:
         raise ConfigError(f"image must be one of {', '.join(IMAGES)}, got {image!r}")
-    schema = table_arrow_schema(table_info)
+    schema = table_arrow_schema(table_info, mapping)
     posts = _column(events, "columns")
     pres = _column(events, "pre_columns")
     images: list[Texts] = []
@@ -355,7 +425,7 @@ def project_rows(
         chosen = pre if image == "pre" else post if image == "post" else (post if post is not None else pre)
         images.append(dict(chosen) if chosen else {})
     marks = [frozenset(encoded) if encoded else _NO_MARKS for encoded in _column(events, "base64_columns")]
-    typed = typed_arrays(images, marks, table_info, time_zone=time_zone)
+    typed = typed_arrays(images, marks, table_info, time_zone=time_zone, mapping=mapping)
     arrays: list[pa.Array] = [
         pa.array(_column(events, "op"), pa.string()),
         pa.array(_column(events, "commit_ts"), pa.decimal128(20, 0)),
@@ -373,6 +443,6 @@ def project_table(
     batches: Sequence[pa.RecordBatch], table_info: TableInfo, **options: Any,
 ) -> pa.Table:
     """:func:`project_rows` over several batches, as one Arrow table."""
-    schema = table_arrow_schema(table_info)
+    schema = table_arrow_schema(table_info, options.get("mapping", DEFAULT_TYPES))
     return pa.Table.from_batches([project_rows(b, table_info, **options) for b in batches], schema=schema)
 

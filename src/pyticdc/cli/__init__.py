@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Final, NoReturn
@@ -12,7 +13,8 @@ from typing import Final, NoReturn
 __all__ = ["main"]
 
 #: sub-command → module under pyticdc.cli defining ``add_parser(subparsers)``.
-COMMANDS: Final = ("vectors", "demo", "selftest", "decode", "inspect", "capture", "convert", "produce", "replicate")
+COMMANDS: Final = ("vectors", "demo", "selftest", "decode", "inspect", "capture", "convert", "produce", "replicate",
+                   "broker")
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -57,8 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.run(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
+    except Exception:
+        if _spark_interrupted():  # the Spark call failed because Ctrl-C cancelled its job
+            return _interrupted()
+        raise
     except BrokenPipeError:
         # The reader of stdout went away (``| head``): stop quietly, and keep the interpreter's final flush quiet.
         try:
@@ -66,4 +71,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):  # stdout without a file descriptor (captured): nothing to flush there
             pass
         return 0
+    if _spark_interrupted():
+        # Ctrl-C cancelled a Spark job the command then reported as failed: the cause is the interrupt.
+        return _interrupted()
     return status
+
+
+def _interrupted() -> int:
+    if _spark_interrupted():
+        # A SIGINT the Spark interrupt handler re-delivers must not land in the exit path as a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("interrupted", file=sys.stderr)
+    return 130
+
+
+def _spark_interrupted() -> bool:
+    # Never imports Spark: only a process that started a session can have had a Spark job cancelled.
+    session = sys.modules.get("pyticdc.spark.session")
+    return bool(session is not None and session.interrupted())

@@ -32,7 +32,9 @@ Every error is one line on stderr: ``pyticdc COMMAND: error: ...``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -49,8 +51,11 @@ if TYPE_CHECKING:
     from pyticdc.io.kafka import OffsetRange
 
 __all__ = [
+    "CONTAINERS",
     "FAILURE",
+    "FILE_PARTITION",
     "REPORTED",
+    "STDIN",
     "USAGE",
     "Input",
     "ProgressBar",
@@ -58,22 +63,30 @@ __all__ = [
     "add_input_arguments",
     "add_output_arguments",
     "add_progress_argument",
+    "add_raw_arguments",
     "add_routing_arguments",
     "add_settings_argument",
+    "bad_line_record",
     "check_output",
     "codec_options",
     "counted",
     "input_topics",
+    "is_stdin",
     "kafka_config",
     "load_rules",
     "open_input",
     "parse_assignments",
     "progress_bar",
+    "raw_input",
+    "read_file",
     "report",
     "resolve_codec",
     "routing",
+    "split_container",
+    "split_lines",
     "with_offsets",
     "write_records",
+    "written_atomically",
 ]
 
 #: Exit status of a command that ran and failed.
@@ -89,6 +102,12 @@ _KAFKA_CHUNK: Final = 5000
 #: Characters that make a ``-t/--topic`` value a regular expression (``.`` is common in topic names).
 _REGEX_CHARS: Final = frozenset("*?[](){}|+^$\\")
 _PROTOCOLS: Final = "open-protocol, canal-json, craft, debezium, simple"
+#: A file argument naming standard input.
+STDIN: Final = "-"
+#: ``--container`` name → the terminator between messages (TiCDC storage sink ``terminator``).
+CONTAINERS: Final = {"crlf": b"\r\n", "lf": b"\n"}
+#: Partition of records that are not Kafka records: raw messages printed by ``decode``, bad capture lines.
+FILE_PARTITION: Final = -1
 _T = TypeVar("_T")
 
 
@@ -278,11 +297,136 @@ class Input:
     ranges: list[OffsetRange] = field(default_factory=list)
 
 
-def open_input(args: argparse.Namespace, *, on_bad_line: Callable[[BadLine], None] | None = None) -> Input:
+def add_raw_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--value/--key/--lines/--container``: raw message files instead of captures or Kafka."""
+    raw = parser.add_argument_group("input: raw message files (instead of captures or Kafka)")
+    raw.add_argument("--value", type=Path, metavar="FILE",
+                     help="a file holding one message value, as the Kafka record carried it; - reads standard "
+                          "input (default: none)")
+    raw.add_argument("--key", type=Path, metavar="FILE",
+                     help="with --value: the message's Kafka key (Open Protocol needs it; Craft has none) "
+                          "(default: no key)")
+    raw.add_argument("--lines", type=Path, metavar="FILE",
+                     help="a file of messages, one per line; blank lines and /* ... */, # and // comment lines "
+                          "are skipped; - reads standard input (default: none)")
+    raw.add_argument("--container", choices=tuple(CONTAINERS),
+                     help="with --value: the file is a TiCDC storage-sink file of several messages separated by "
+                          "CRLF or LF, the last terminator optional (default: one message)")
+
+
+def split_container(data: bytes, terminator: bytes) -> list[bytes]:
+    """The messages of a storage-sink file: ``data`` split at ``terminator``, a final terminator optional."""
+    if not data:
+        return []
+    parts = data.split(terminator)
+    if not parts[-1]:
+        parts.pop()  # the file ended with a terminator
+    return parts
+
+
+def split_lines(data: bytes) -> tuple[list[bytes], int]:
+    """(messages, lines skipped) of a one-message-per-line file.
+
+    Lines end at LF, CRLF or CR (Java ``readAllLines``). Skipped: blank lines, ``#`` and ``//`` lines and
+    ``/* ... */`` blocks (test resources such as Paimon's start with a licence comment); a message line
+    never starts with those (JSON starts with ``{``).
+    """
+    messages: list[bytes] = []
+    skipped = 0
+    in_comment = False
+    for line in data.splitlines():
+        text = line.strip()
+        if in_comment:
+            skipped += 1
+            in_comment = b"*/" not in text
+        elif not text or text.startswith((b"#", b"//")):
+            skipped += 1
+        elif text.startswith(b"/*"):
+            skipped += 1
+            in_comment = b"*/" not in text[2:]
+        else:
+            messages.append(line)
+    return messages, skipped
+
+
+def is_stdin(path: Path | str | None) -> bool:
+    """Whether a file argument is ``-`` (standard input)."""
+    return path is not None and str(path) == STDIN
+
+
+def read_file(path: Path, what: str) -> bytes:
+    """The bytes of ``path`` (``-``: standard input); ConfigError naming the flag ``what`` when unreadable."""
+    if is_stdin(path):
+        return sys.stdin.buffer.read()
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+
+
+def raw_input(args: argparse.Namespace, *, partition: int = FILE_PARTITION) -> Input | None:
+    """The records of ``--value``/``--key``/``--lines``/``--container``, or None when none is given.
+
+    A message is a record of topic ``file:PATH`` and offset = its index in the file; ``partition`` is -1
+    for a command that only prints (not a Kafka partition), 0 for one that consumes (a consumer needs one).
+    """
+    value: Path | None = getattr(args, "value", None)
+    lines: Path | None = getattr(args, "lines", None)
+    key: Path | None = getattr(args, "key", None)
+    container: str | None = getattr(args, "container", None)
+    if value is None and lines is None:
+        if key is not None or container is not None:
+            raise ConfigError(f"{'--key' if key is not None else '--container'} needs --value FILE")
+        return None
+    if getattr(args, "captures", None) or getattr(args, "bootstrap_servers", None) or getattr(args, "topics", None):
+        raise ConfigError("read either raw message files (--value, --lines) or capture files or Kafka, not both")
+    if value is not None and lines is not None:
+        raise ConfigError("give --value FILE (one message, or a --container file) or --lines FILE, not both")
+    if is_stdin(key) and (is_stdin(value) or is_stdin(lines)):
+        raise ConfigError("only one of --value and --key can be - (standard input)")
+    if lines is not None:
+        if key is not None or container is not None:
+            raise ConfigError("--key and --container go with --value, not --lines")
+        path: Path = lines
+        values, skipped = split_lines(read_file(path, "--lines"))
+        if skipped:
+            print(f"skipped {skipped} blank or comment lines of {path}", file=sys.stderr)
+        keys: list[bytes | None] = [None] * len(values)
+    elif container is not None:
+        if key is not None:
+            raise ConfigError("--key does not go with --container (storage-sink files carry no keys)")
+        assert value is not None
+        path = value
+        values = split_container(read_file(path, "--value"), CONTAINERS[container])
+        keys = [None] * len(values)
+    else:
+        assert value is not None
+        path = value
+        values = [read_file(path, "--value")]
+        keys = [None if key is None else read_file(key, "--key")]
+    topic = f"file:{path}"
+    records = [KafkaRecord(topic=topic, partition=partition, offset=i, key=k, value=v)
+               for i, (k, v) in enumerate(zip(keys, values))]
+    return Input(records, total=len(records), partitions={topic: 1} if partition >= 0 else None)
+
+
+def bad_line_record(bad: BadLine) -> KafkaRecord:
+    """A capture line that is not a record, as a record of topic ``file:PATH``, partition -1, offset = its byte
+    position and value = the line (how every command reports and quarantines it)."""
+    return KafkaRecord(topic=f"file:{bad.path}", partition=FILE_PARTITION, offset=bad.position, value=bad.line)
+
+
+def open_input(args: argparse.Namespace, *, on_bad_line: Callable[[BadLine], None] | None = None,
+               raw_partition: int = FILE_PARTITION) -> Input:
     """The records the input arguments name; errors (missing files, unknown topics, bad offsets) are raised now.
 
-    ``on_bad_line`` receives capture lines that are not records (instead of failing with CaptureError).
+    Raw message files (:func:`raw_input`, records of partition ``raw_partition``) when the command has those
+    flags, else capture files (``-``: JSON Lines on standard input), else Kafka. ``on_bad_line`` receives
+    capture lines that are not records (instead of failing with CaptureError).
     """
+    raw = raw_input(args, partition=raw_partition)
+    if raw is not None:
+        return raw
     captures: Sequence[Path] = getattr(args, "captures", None) or ()
     topics = input_topics(args)
     if captures and (topics or args.bootstrap_servers):
@@ -318,6 +462,10 @@ def _capture_input(paths: Sequence[Path], capture_format: str,
                    on_bad_line: Callable[[BadLine], None] | None) -> Input:
     from pyticdc.io.capture import BadLine, CaptureSplit, capture_files, detect_format, import_parquet, read_split
 
+    if any(is_stdin(p) for p in paths):
+        if len(paths) > 1:
+            raise ConfigError("- (a capture on standard input) cannot be combined with capture files")
+        return Input(_stdin_records(capture_format, on_bad_line))
     files = capture_files(list(paths))
     formats = [detect_format(path, capture_format) for path in files]
     if "parquet" in formats:
@@ -333,6 +481,30 @@ def _capture_input(paths: Sequence[Path], capture_format: str,
                     yield item
 
     return Input(records())
+
+
+def _stdin_records(capture_format: str, on_bad_line: Callable[[BadLine], None] | None) -> Iterator[KafkaRecord]:
+    """The records of a JSON Lines capture (pyticdc or ``kcat -J``) on standard input."""
+    from pyticdc.errors import CaptureError
+    from pyticdc.io.capture import BadLine, parse_line
+
+    if capture_format == "parquet":
+        raise ConfigError("a capture on standard input (-) is JSON Lines (pyticdc or kcat -J), not Parquet")
+    kind = capture_format
+    position = 0
+    for line in sys.stdin.buffer:
+        at = position
+        position += len(line)
+        if not line.strip():
+            continue
+        if kind == "auto":
+            kind = "kcat" if b'"payload"' in line and b'"value"' not in line else "jsonl"
+        try:
+            yield parse_line(line, kind, f"{STDIN} (byte {at})")
+        except CaptureError as exc:
+            if on_bad_line is None:
+                raise
+            on_bad_line(BadLine(STDIN, at, line.rstrip(b"\r\n"), str(exc)))
 
 
 # --------------------------------------------------------------------------- codec
@@ -474,6 +646,20 @@ def with_offsets(records: Iterable[KafkaRecord]) -> Iterator[KafkaRecord]:
         yield record
 
 
+@contextlib.contextmanager
+def written_atomically(path: Path) -> Iterator[Path]:
+    """A temporary name next to ``path`` to write to, renamed to ``path`` when the block ends without error and
+    removed when it raises: a command that fails midway leaves no partial output file."""
+    # Same directory (a rename within one file system) and the same suffix (.gz, .parquet pick the format).
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}{''.join(path.suffixes)}")
+    try:
+        yield partial
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)
+
+
 def write_records(
     args: argparse.Namespace, records: Iterable[KafkaRecord], partition_count: Callable[[str], int] | None = None,
 ) -> tuple[int, str]:
@@ -485,7 +671,7 @@ def write_records(
     if kind != "kafka":
         from pyticdc.io.capture import CaptureWriter
 
-        with CaptureWriter(args.output, kind) as writer:
+        with written_atomically(args.output) as partial, CaptureWriter(partial, kind) as writer:
             writer.write_all(with_offsets(records))
         return writer.count, f"{args.output} ({kind})"
     from pyticdc.io import kafka

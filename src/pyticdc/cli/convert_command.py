@@ -15,7 +15,9 @@ from pyticdc.cli.common import (
     add_input_arguments,
     add_output_arguments,
     add_progress_argument,
+    add_raw_arguments,
     add_routing_arguments,
+    bad_line_record,
     check_output,
     codec_options,
     open_input,
@@ -45,6 +47,7 @@ def add_parser(subparsers: Any) -> None:
         epilog="what each protocol carries (default options):\n" + CAPABILITIES_TABLE,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(parser)
+    add_raw_arguments(parser)
     add_codec_arguments(parser, detect=True, title="source codec", aliases=(("--from",), ("--from-option",)))
     target = parser.add_argument_group("target codec")
     target.add_argument("--to", dest="target", required=True, metavar="PROTOCOL",
@@ -69,15 +72,21 @@ def run_convert(args: argparse.Namespace) -> int:
     """Print the loss notes, convert, write; 1 if source records were quarantined or the conversion refused."""
     from pyticdc.codec import canonical_protocol
     from pyticdc.consumer.conversion import Converter
+    from pyticdc.io.capture import BadLine
 
+    bad_lines: list[BadLine] = []
     try:
         # What needs no input first: a mistake there is reported before any record is read.
         target = canonical_protocol(args.target)
         target_options = parse_assignments(args.target_options, "--to-option")
+        from pyticdc.codec import make_encoder
+
+        make_encoder(target, target_options)  # a bad target option fails before any record is read
         codec_options(args)
         default_topic, rules = routing(args)
         check_output(args)
-        source = open_input(args)
+        # Raw messages are partition 0 of their file's topic (the conversion consumes them as a partition).
+        source = open_input(args, on_bad_line=bad_lines.append, raw_partition=0)
         protocol, options, records = resolve_codec(args, source.records)
         converter = Converter(
             protocol, target, source_options=options, target_options=target_options, default_topic=default_topic,
@@ -98,20 +107,32 @@ def run_convert(args: argparse.Namespace) -> int:
     except REPORTED as exc:
         return report(args, exc, FAILURE)
     counts = converter.counts
-    print(f"converted {converter.source_records} {converter.source} records ({counts['row']} row changes, "
-          f"{counts['ddl']} DDL, {counts['watermark']} watermarks) into {count} {converter.target} records: {where}",
-          file=sys.stderr)
-    bad = converter.quarantined
-    if bad:
-        print(f"{len(bad)} source records did not decode and were left out:", file=sys.stderr)
-        for item in bad[:10]:
-            print(f"  {item.topic}/{item.partition}@{item.offset}: {item.reason}", file=sys.stderr)
-        if args.quarantine is not None:
-            from pyticdc.io.capture import write_capture
-            from pyticdc.model import KafkaRecord
+    # Counted after the consumer's de-duplication (inspect counts every decoded event, re-sends included).
+    print(f"converted {converter.source_records} {converter.source} records ({counts['row']} row changes after "
+          f"de-duplication, {counts['ddl']} DDL, {counts['watermark']} global watermarks) into {count} "
+          f"{converter.target} records: {where}", file=sys.stderr)
+    bad = list(converter.quarantined)
+    from pyticdc.consumer.units import QuarantinedRecord
 
+    for line in bad_lines:
+        record = bad_line_record(line)
+        bad.append(QuarantinedRecord(topic=record.topic, partition=record.partition, offset=record.offset,
+                                     protocol=converter.source, reason=f"capture: {line.reason}", value=record.value))
+    if not bad:
+        return 0
+    # A few examples, not the whole list: --quarantine keeps every one with its bytes.
+    for item in bad[:3]:
+        print(f"  {item.topic}/{item.partition}@{item.offset}: {item.reason}", file=sys.stderr)
+    where_bad = ""
+    if args.quarantine is not None:
+        from pyticdc.io.capture import write_capture
+        from pyticdc.model import KafkaRecord
+
+        try:
             write_capture(args.quarantine, [KafkaRecord(topic=q.topic, partition=q.partition, offset=q.offset,
                                                         key=q.key, value=q.value) for q in bad])
-            print(f"  written to {args.quarantine}", file=sys.stderr)
-        return FAILURE
-    return 0
+        except REPORTED as exc:
+            return report(args, f"{len(bad)} source records did not decode; writing them failed: {exc}", FAILURE)
+        where_bad = f", written with their bytes to {args.quarantine}"
+    more = f" ({len(bad) - 3} more not listed)" if len(bad) > 3 else ""
+    return report(args, f"{len(bad)} source records did not decode and were left out{more}{where_bad}", FAILURE)

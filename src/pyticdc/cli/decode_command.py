@@ -28,26 +28,30 @@ or reading failed midway, 2 on a usage or configuration error (nothing printed).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any
 
 from pyticdc.cli.common import (
+    CONTAINERS,
     FAILURE,
     REPORTED,
     USAGE,
-    Input,
     add_codec_arguments,
     add_input_arguments,
     add_progress_argument,
+    add_raw_arguments,
+    bad_line_record,
     counted,
     open_input,
     progress_bar,
     report,
     resolve_codec,
+    split_container,
+    split_lines,
 )
-from pyticdc.errors import ConfigError
 from pyticdc.io.eventjson import KINDS, dumps, error_to_json, event_to_json, event_to_text
 from pyticdc.model import Event, KafkaRecord
 
@@ -56,10 +60,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTAINERS", "add_parser", "split_container", "split_lines"]
 
-#: ``--container`` name → the terminator between messages (TiCDC storage sink ``terminator``).
-CONTAINERS: Final = {"crlf": b"\r\n", "lf": b"\n"}
-#: Partition of records read from raw message files (not a Kafka partition).
-FILE_PARTITION: Final = -1
 
 
 def add_parser(subparsers: Any) -> None:
@@ -69,18 +69,7 @@ def add_parser(subparsers: Any) -> None:
         description="Decode TiCDC Kafka messages from capture files, Kafka topics or raw message files and print "
                     "one line per event (event JSON, documented in docs/event-json.md, or text).")
     add_input_arguments(parser)
-    raw = parser.add_argument_group("input: raw message files (instead of captures or Kafka)")
-    raw.add_argument("--value", type=Path, metavar="FILE",
-                     help="a file holding one message value, as the Kafka record carried it (default: none)")
-    raw.add_argument("--key", type=Path, metavar="FILE",
-                     help="with --value: the message's Kafka key (Open Protocol needs it; Craft has none) "
-                          "(default: no key)")
-    raw.add_argument("--lines", type=Path, metavar="FILE",
-                     help="a file of messages, one per line; blank lines and /* ... */, # and // comment lines "
-                          "are skipped (default: none)")
-    raw.add_argument("--container", choices=tuple(CONTAINERS),
-                     help="with --value: the file is a TiCDC storage-sink file of several messages separated by "
-                          "CRLF or LF, the last terminator optional (default: one message)")
+    add_raw_arguments(parser)
     add_codec_arguments(parser, detect=True)
     group = parser.add_argument_group("output")
     group.add_argument("-O", "--output", type=Path, metavar="FILE",
@@ -94,83 +83,6 @@ def add_parser(subparsers: Any) -> None:
                        help="stop after printing N events (default: no limit)")
     add_progress_argument(parser)
     parser.set_defaults(run=run_decode)
-
-
-# --------------------------------------------------------------------------- raw files
-def split_container(data: bytes, terminator: bytes) -> list[bytes]:
-    """The messages of a storage-sink file: ``data`` split at ``terminator``, a final terminator optional."""
-    if not data:
-        return []
-    parts = data.split(terminator)
-    if not parts[-1]:
-        parts.pop()  # the file ended with a terminator
-    return parts
-
-
-def split_lines(data: bytes) -> tuple[list[bytes], int]:
-    """(messages, lines skipped) of a one-message-per-line file.
-
-    Lines end at LF, CRLF or CR (Java ``readAllLines``). Skipped: blank lines, ``#`` and ``//`` lines and
-    ``/* ... */`` blocks (test resources such as Paimon's start with a licence comment); a message line
-    never starts with those (JSON starts with ``{``).
-    """
-    messages: list[bytes] = []
-    skipped = 0
-    in_comment = False
-    for line in data.splitlines():
-        text = line.strip()
-        if in_comment:
-            skipped += 1
-            in_comment = b"*/" not in text
-        elif not text or text.startswith((b"#", b"//")):
-            skipped += 1
-        elif text.startswith(b"/*"):
-            skipped += 1
-            in_comment = b"*/" not in text[2:]
-        else:
-            messages.append(line)
-    return messages, skipped
-
-
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
-
-
-def _raw_input(args: argparse.Namespace) -> Input | None:
-    """The records of ``--value``/``--key``/``--lines``/``--container``, or None when none is given."""
-    if args.value is None and args.lines is None:
-        if args.key is not None or args.container is not None:
-            raise ConfigError(f"{'--key' if args.key is not None else '--container'} needs --value FILE")
-        return None
-    if args.captures or args.bootstrap_servers or args.topics:
-        raise ConfigError("read either raw message files (--value, --lines) or capture files or Kafka, not both")
-    if args.value is not None and args.lines is not None:
-        raise ConfigError("give --value FILE (one message, or a --container file) or --lines FILE, not both")
-    if args.lines is not None:
-        if args.key is not None or args.container is not None:
-            raise ConfigError("--key and --container go with --value, not --lines")
-        path = args.lines
-        values, skipped = split_lines(_read(path, "--lines"))
-        if skipped:
-            print(f"skipped {skipped} blank or comment lines of {path}", file=sys.stderr)
-        keys: list[bytes | None] = [None] * len(values)
-    elif args.container is not None:
-        if args.key is not None:
-            raise ConfigError("--key does not go with --container (storage-sink files carry no keys)")
-        path = args.value
-        values = split_container(_read(path, "--value"), CONTAINERS[args.container])
-        keys = [None] * len(values)
-    else:
-        path = args.value
-        values = [_read(path, "--value")]
-        keys = [None if args.key is None else _read(args.key, "--key")]
-    topic = f"file:{path}"
-    records = [KafkaRecord(topic=topic, partition=FILE_PARTITION, offset=i, key=k, value=v)
-               for i, (k, v) in enumerate(zip(keys, values))]
-    return Input(records, total=len(records))
 
 
 # --------------------------------------------------------------------------- decoding
@@ -202,18 +114,19 @@ def run_decode(args: argparse.Namespace) -> int:
     try:
         if args.limit is not None and args.limit < 1:
             raise ValueError("--limit must be >= 1")
-        source = _raw_input(args) or open_input(args, on_bad_line=bad_lines.append)
+        source = open_input(args, on_bad_line=bad_lines.append)
         protocol, options, records = resolve_codec(args, source.records)
         new_decoder(protocol, options)  # an unknown or invalid option fails now, naming the valid ones
-        out: IO[str] = sys.stdout if args.output is None else open(args.output, "w", encoding="utf-8")
+        # Written under a temporary name, renamed once complete: a failure midway leaves no partial file.
+        partial = None if args.output is None else args.output.with_name(f".{args.output.name}.partial-{os.getpid()}")
+        out: IO[str] = sys.stdout if partial is None else open(partial, "w", encoding="utf-8")
     except REPORTED as exc:
         return report(args, exc, USAGE)
     decoder = RecordDecoder(protocol, options, reuse=False)
 
     def flush_bad_lines() -> None:
         for item in bad_lines:
-            decoder.add_error(KafkaRecord(topic=f"file:{item.path}", partition=FILE_PARTITION,
-                                          offset=item.position, value=item.line), f"capture: {item.reason}")
+            decoder.add_error(bad_line_record(item), f"capture: {item.reason}")
         bad_lines.clear()
 
     def checked() -> Iterator[KafkaRecord]:
@@ -225,6 +138,7 @@ def run_decode(args: argparse.Namespace) -> int:
     kinds = set(args.kind or KINDS)
     text = args.format == "text"
     printed = failures = 0
+    complete = False
     progress = progress_bar(args, "decode", source.total, shares_terminal=args.output is None and out.isatty())
     try:
         with progress:
@@ -244,6 +158,7 @@ def run_decode(args: argparse.Namespace) -> int:
                 if args.limit is not None and printed >= args.limit:
                     break
         out.flush()
+        complete = True
     except BrokenPipeError:
         raise  # the reader went away (| head): not an error, see pyticdc.cli.main
     except REPORTED as exc:
@@ -251,6 +166,10 @@ def run_decode(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+            if partial is not None and complete:
+                os.replace(partial, args.output)
+            elif partial is not None:
+                partial.unlink(missing_ok=True)
     if failures:
         return report(args, f"{failures} records failed to decode", FAILURE)
     return 0

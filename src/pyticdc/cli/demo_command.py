@@ -47,7 +47,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=1, metavar="N", help="workload seed (default 1)")
     parser.add_argument("--partitions", type=int, default=3, metavar="N", help="partitions of the topic (default 3)")
     parser.add_argument("--warehouse", type=Path, metavar="DIR",
-                        help="where to write the Delta tables (default: a new temporary directory, kept)")
+                        help="where to write the Delta tables, kept (default: a new temporary directory, removed at "
+                             "the end unless --keep)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary warehouse and the embedded broker's log (default: remove them)")
     parser.add_argument("-b", "--bootstrap-servers", metavar="HOST:PORT",
                         help="use this Kafka instead of starting the embedded broker")
     parser.add_argument("--stream", action="store_true",
@@ -106,6 +109,10 @@ def run_demo(args: argparse.Namespace) -> int:
             stop_if_owned(spark, owned)
         if broker is not None:
             broker.stop()
+            if broker.log is not None and not args.keep:
+                broker.log.unlink(missing_ok=True)
+        if args.warehouse is None and not args.keep and getattr(args, "temporary_warehouse", None) is not None:
+            shutil.rmtree(args.temporary_warehouse, ignore_errors=True)
 
 
 def _run(args: argparse.Namespace, spark: Any, protocol: str, options: dict[str, Any], config: dict[str, Any],
@@ -141,7 +148,9 @@ def _run(args: argparse.Namespace, spark: Any, protocol: str, options: dict[str,
     produce_records(producer_config, records)
     _done(started, f"{len(records):,} Kafka records;")
 
-    warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="pyticdc-demo-"))
+    warehouse = args.warehouse
+    if warehouse is None:
+        warehouse = args.temporary_warehouse = Path(tempfile.mkdtemp(prefix="pyticdc-demo-"))
     if args.warehouse is not None and warehouse.exists() and any(warehouse.iterdir()):
         shutil.rmtree(warehouse)
     started = _step(4, f"replicating {topic} into Delta tables with Spark ({'streaming' if args.stream else 'batch'})"
@@ -185,6 +194,9 @@ def _run(args: argparse.Namespace, spark: Any, protocol: str, options: dict[str,
     print(f"RESULT: OK — {len(truth)} Delta tables hold exactly the source's {rows:,} rows (after {touched:,} row "
           f"changes and {sum(1 for e in events if isinstance(e, DDLEvent))} DDL, replayed and de-duplicated), "
           f"complete up to the last resolved ts.")
+    if args.warehouse is None and not args.keep:
+        print(f"The temporary warehouse {warehouse} is removed now; --keep (or --warehouse DIR) keeps it.")
+        return 0
     print(f"Read them with deltalake (DeltaTable('{warehouse}/sim/<table>').to_pandas()), Polars "
           f"(pl.read_delta), DuckDB (delta_scan) or delta-spark; freshness: {warehouse}/_pyticdc/progress.")
     return 0

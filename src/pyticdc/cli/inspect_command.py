@@ -14,6 +14,8 @@ from pyticdc.cli.common import (
     add_codec_arguments,
     add_input_arguments,
     add_progress_argument,
+    add_raw_arguments,
+    bad_line_record,
     counted,
     open_input,
     progress_bar,
@@ -34,6 +36,7 @@ def add_parser(subparsers: Any) -> None:
                     "that do not decode (with offsets and reasons). --plot draws events per second and watermark "
                     "lag over time, one line per partition. Exit status 1 when some records do not decode.")
     add_input_arguments(parser)
+    add_raw_arguments(parser)
     add_codec_arguments(parser, detect=True)
     group = parser.add_argument_group("output")
     group.add_argument("--output-format", default="text", choices=("text", "json"),
@@ -56,21 +59,27 @@ def run_inspect(args: argparse.Namespace) -> int:
     import orjson
 
     from pyticdc.inspect.summary import Inspector, format_summary
+    from pyticdc.io.capture import BadLine
 
+    bad_lines: list[BadLine] = []
     try:
         if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
             raise ConfigError("--plot needs matplotlib: pip install 'pyticdc[plot]'")
-        source = open_input(args)
+        # A capture line that is not a record is listed with the bad records; the others are still read.
+        source = open_input(args, on_bad_line=bad_lines.append)
         protocol, options, records = resolve_codec(args, source.records)
         inspector = Inspector(protocol, options, max_bad_records=args.max_bad, bucket_ms=args.bucket_ms)
     except REPORTED as exc:
         return report(args, exc, USAGE)
+    failure: BaseException | None = None
     try:
         with progress_bar(args, "inspect", source.total) as progress:
             for record in counted(records, progress.update):
                 inspector.add(record)
     except REPORTED as exc:
-        return report(args, exc, FAILURE)
+        failure = exc  # reading stopped midway (Kafka, a file): still summarize what was read
+    for item in bad_lines:
+        inspector.add_unreadable(bad_line_record(item), f"capture: {item.reason}")
     summary = inspector.summary()
     if args.output_format == "json":
         data = summary.to_builtins()
@@ -85,4 +94,9 @@ def run_inspect(args: argparse.Namespace) -> int:
         except (RuntimeError, OSError) as exc:
             return report(args, exc, FAILURE)
         print(f"plot written to {path}", file=sys.stderr)
-    return 1 if summary.bad_records or summary.bad_records_omitted else 0
+    if failure is not None:
+        return report(args, f"reading stopped early, the summary covers what was read: {failure}", FAILURE)
+    bad = len(summary.bad_records) + summary.bad_records_omitted
+    if bad:
+        return report(args, f"{bad} records did not decode (listed under bad records)", FAILURE)
+    return 0

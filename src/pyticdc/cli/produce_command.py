@@ -74,14 +74,27 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run_produce)
 
 
-def _simulated(args: argparse.Namespace) -> tuple[list[Event], str]:
+def _key_only_deletes(options: Mapping[str, Any]) -> bool:
+    value = options.get("delete-only-output-handle-key-columns",
+                        options.get("delete_only_output_handle_key_columns", False))
+    return value is True or str(value).lower() == "true"
+
+
+def _simulated(args: argparse.Namespace, options: Mapping[str, Any]) -> tuple[list[Event], str]:
     from pyticdc.routing.stream import retime
-    from pyticdc.sim.workload import TEMPLATES, WorkloadConfig, simulate
+    from pyticdc.sim.workload import TEMPLATES, WorkloadConfig, handle_less, simulate
 
     tables = tuple(t.strip() for t in args.tables.split(",") if t.strip()) if args.tables else tuple(TEMPLATES)
     unknown = [t for t in tables if t not in TEMPLATES]
     if unknown:
         raise ConfigError(f"unknown table shape(s) {', '.join(unknown)}; valid: {', '.join(TEMPLATES)}")
+    left_out = handle_less(tables) if _key_only_deletes(options) else ()
+    if left_out and args.tables:
+        raise ConfigError(f"table shape(s) {', '.join(left_out)} have no handle key: TiCDC does not replicate them "
+                          "with delete-only-output-handle-key-columns (it needs force-replicate, which it refuses "
+                          "with that option); leave them out of --tables")
+    # Without --tables the handle-less shapes are left out, as TiCDC would not replicate them.
+    tables = tuple(t for t in tables if t not in left_out)
     if args.transactions < 1:
         raise ConfigError("--transactions must be >= 1")
     config = WorkloadConfig(transactions=args.transactions, tables=tables, schema=args.schema,
@@ -89,8 +102,9 @@ def _simulated(args: argparse.Namespace) -> tuple[list[Event], str]:
     history = simulate(args.seed, config)
     start_ms = args.start_ms if args.start_ms is not None else time.time_ns() // 1_000_000
     events, _ = retime(history.events, start_ms=start_ms, rate=args.rate)
+    note = f" (left out, no handle key: {', '.join(left_out)})" if left_out else ""
     return events, (f"simulated workload seed {args.seed}: {history.row_events} row changes in "
-                    f"{args.transactions} transactions on {len(tables)} tables, {args.rate:g} transactions/s")
+                    f"{args.transactions} transactions on {len(tables)} tables{note}, {args.rate:g} transactions/s")
 
 
 def read_changelog(paths: Sequence[Path]) -> list[Mapping[str, Any]]:
@@ -121,7 +135,10 @@ def _changelog(paths: Sequence[Path]) -> tuple[list[Event], str]:
 
     rows = read_changelog(paths)
     events = order_changelog(events_from_rows(rows))
-    return events, f"changelog {', '.join(map(str, paths))}: {len(rows)} rows, {len(events)} events"
+    # Records that did not decode (error objects, quarantine rows) carry no change: said, not produced.
+    errors = sum(1 for row in rows if row.get("kind") == "error" or (not row.get("kind") and row.get("reason")))
+    left_out = f" ({errors} error rows carry no change: left out)" if errors else ""
+    return events, f"changelog {', '.join(map(str, paths))}: {len(rows)} rows{left_out}, {len(events)} events"
 
 
 def _paced(records: Iterable[KafkaRecord]) -> Iterator[KafkaRecord]:
@@ -153,7 +170,7 @@ def run_produce(args: argparse.Namespace) -> int:
         router = Router(protocol, options, default_topic=default_topic, rules=rules, partitions=args.partitions,
                         clock=clock)
         check_output(args)
-        events, described = _changelog(args.changelog) if args.changelog else _simulated(args)
+        events, described = _changelog(args.changelog) if args.changelog else _simulated(args, options)
     except REPORTED as exc:
         return report(args, exc, USAGE)
     print(f"source: {described}", file=sys.stderr)

@@ -28,7 +28,17 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from pyticdc.cli.common import FAILURE, REPORTED, USAGE, add_progress_argument, parse_assignments, report
+from pyticdc.cli.common import (
+    FAILURE,
+    REPORTED,
+    USAGE,
+    add_progress_argument,
+    add_raw_arguments,
+    is_stdin,
+    parse_assignments,
+    raw_input,
+    report,
+)
 from pyticdc.errors import ConfigError
 
 __all__ = ["BatchPrinter", "active_session", "add_parser", "format_tables", "parse_source", "stop_if_owned"]
@@ -39,10 +49,11 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "replicate", help="replicate a TiCDC topic or capture files into Delta tables (exactly once)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--from", dest="source", action="append", required=True, metavar="SOURCE",
+    parser.add_argument("--from", dest="source", action="append", metavar="SOURCE",
                         help="what to replicate: kafka://HOST:PORT/TOPIC[,TOPIC...]; or a topic (or one regular "
-                             "expression) with -b; or capture files, directories or globs (repeatable)")
-    parser.add_argument("--to", dest="warehouse", required=True, type=Path, metavar="WAREHOUSE",
+                             "expression) with -b; or capture files, directories or globs (repeatable); - reads a "
+                             "JSON Lines capture from standard input (required unless --value or --lines is given)")
+    parser.add_argument("--to", dest="warehouse", required=True, type=warehouse_path, metavar="WAREHOUSE",
                         help="warehouse directory: one Delta table per upstream table, plus _pyticdc/ "
                              "(progress, quarantine); created if missing, continued if it exists")
     parser.add_argument("-p", "--protocol", required=True, metavar="PROTOCOL",
@@ -64,6 +75,10 @@ def add_parser(subparsers: Any) -> None:
     run.add_argument("--batch-records", type=int, default=200_000, metavar="N",
                      help="records per batch, each committed on its own; bounds the driver's memory "
                           "(default 200000)")
+    run.add_argument("--engine", choices=("driver", "distributed", "auto"), default="driver",
+                     help="apply engine: driver (records decoded and applied by the driver, the reference), "
+                          "distributed (decode, de-dup, net change and MERGE in the Spark executors; not Simple) "
+                          "or auto (distributed where it applies; default driver)")
     run.add_argument("--master", default="local[2]", metavar="URL",
                      help="Spark master (default local[2])")
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -75,14 +90,30 @@ def add_parser(subparsers: Any) -> None:
                        help="librdkafka setting, repeatable, e.g. -X security.protocol=SASL_SSL")
     kafka.add_argument("--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
                        help="read what is left when offsets to read were deleted by retention (default: fail)")
+    kafka.add_argument("--reader", choices=("pyticdc", "kafka"), default="pyticdc",
+                       help="what reads Kafka: the pyticdc data source (default, no jars) or Spark's own "
+                            "format(\"kafka\") (spark-sql-kafka on the classpath; -X settings go to it as kafka.*)")
     files = parser.add_argument_group("capture files")
     files.add_argument("--capture-format", default="auto", choices=("auto", "jsonl", "parquet", "kcat"),
                        help="format of the capture files (default auto)")
+    add_raw_arguments(parser)
     add_progress_argument(parser)
     parser.set_defaults(run=run_replicate)
 
 
 _REGEX_CHARS = frozenset("*?[](){}|+^$\\")
+
+
+def warehouse_path(text: str) -> Path:
+    """``--to``: a local directory (or ``file://`` URL); an object-store URL is a usage error until supported."""
+    scheme, sep, rest = text.partition("://")
+    if sep and scheme.isascii() and scheme.replace("+", "").replace("-", "").isalnum():
+        if scheme.lower() != "file":
+            # Path() would fold s3://b into s3:/b, which Delta then fails to read deep inside a Spark job.
+            raise argparse.ArgumentTypeError(f"{scheme}:// warehouses are not supported yet (got {text!r}); "
+                                             "give a local directory")
+        return Path(rest)
+    return Path(text)
 
 
 def parse_source(args: argparse.Namespace) -> Any:
@@ -108,12 +139,14 @@ def parse_source(args: argparse.Namespace) -> Any:
         config = {**settings, "bootstrap.servers": args.bootstrap_servers or servers}
         pattern = topics if _REGEX_CHARS & set(topics) else None
         source = ReplicationSource.kafka_topics(protocol, options, config, topics=None if pattern else topics,
-                                                pattern=pattern)
+                                                pattern=pattern, reader=args.reader)
     else:
         missing = [s for s in sources if not _exists(s)]
         if missing:
             raise ConfigError(f"no such capture file: {', '.join(missing)} (for Kafka give kafka://HOST:PORT/TOPIC "
                               "or -b HOST:PORT)")
+        if getattr(args, "reader", "pyticdc") != "pyticdc":
+            raise ConfigError(f"--reader {args.reader} reads Kafka topics: give kafka://HOST:PORT/TOPIC")
         source = ReplicationSource.capture(protocol, options, sources, capture_format=args.capture_format)
     if not args.fail_on_data_loss:
         source = ReplicationSource(**{**source.__dict__, "reader_options": {"failOnDataLoss": "false"}})
@@ -164,6 +197,13 @@ class BatchPrinter:
         self.ddls = 0
         self.batches = 0
         self.quarantined = 0
+        #: Records sent to the quarantine (re-read ones included), row events dropped as re-sends, duplicates,
+        #: or by the table filter, and the tables the filter left out.
+        self.rejected = 0
+        self.replayed = 0
+        self.duplicate = 0
+        self.filtered = 0
+        self.filtered_tables: set[tuple[str, str]] = set()
         self.started = time.monotonic()
         self.last: Any = None
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -175,6 +215,11 @@ class BatchPrinter:
         self.rows += batch.rows_applied
         self.ddls += batch.ddls_released
         self.quarantined += batch.quarantined
+        self.rejected += batch.rejected
+        self.replayed += batch.rows_replayed
+        self.duplicate += batch.rows_duplicate
+        self.filtered += batch.rows_filtered
+        self.filtered_tables.update(batch.filtered_tables)
         self.last = batch
         if not self.enabled:
             return
@@ -183,8 +228,8 @@ class BatchPrinter:
                 f"and {self.ddls} DDL applied, {len(batch.tables)} tables complete up to "
                 f"{_time(batch.consistent_ts)} (lag {_lag(batch.consistent_ts)}), {batch.pending_rows:,} rows wait "
                 "for the watermark")
-        if self.quarantined:
-            line += f", {self.quarantined} quarantined"
+        if self.rejected:
+            line += f", {self.rejected} quarantined"
         self.stream.write(("\r\x1b[K" if self._tty else "") + line + ("" if self._tty else "\n"))
         self.stream.flush()
 
@@ -209,19 +254,57 @@ def format_tables(warehouse: Path, progress: Any) -> str:
 
 
 # --------------------------------------------------------------------------- command
+def spool_inputs(args: argparse.Namespace, directory: Path) -> None:
+    """Raw message files (``--value``/``--lines``) and a capture on standard input (``--from -``) written to a
+    capture file in ``directory`` that ``--from`` then names: Spark reads files, not pipes.
+
+    Raw messages become partition 0 of topic ``file:PATH`` (offset = their index in the file).
+    """
+    from pyticdc.io.capture import write_capture
+
+    stdin = bool(args.source) and any(is_stdin(s) for s in args.source)
+    if args.stream and (stdin or args.value is not None or args.lines is not None):
+        raise ConfigError("--stream needs a source that grows (Kafka or a directory), not standard input or raw files")
+    raw = raw_input(argparse.Namespace(**{**vars(args), "captures": args.source, "topics": None}), partition=0)
+    if raw is not None:
+        path = directory / "raw.jsonl"
+        write_capture(path, raw.records)
+        args.source = [str(path)]
+    elif stdin:
+        if len(args.source) > 1:
+            raise ConfigError("--from - (a capture on standard input) cannot be combined with other sources")
+        path = directory / "stdin.capture"
+        with open(path, "wb") as out:
+            for chunk in iter(lambda: sys.stdin.buffer.read(1 << 20), b""):
+                out.write(chunk)
+        args.source = [str(path)]
+    elif not args.source:
+        raise ConfigError("give --from SOURCE (Kafka or capture files) or raw message files (--value, --lines)")
+
+
 def run_replicate(args: argparse.Namespace) -> int:
-    """Replicate; 0 done, 1 a failure while replicating, 2 a usage error."""
+    """Replicate; 0 done, 1 a failure while replicating or records that did not decode, 2 a usage error."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pyticdc-replicate-") as spooled:
+        return _replicate(args, Path(spooled))
+
+
+def _replicate(args: argparse.Namespace, spooled: Path) -> int:
+    from pyticdc.replica.pipeline import Replicator
+
     try:
+        spool_inputs(args, spooled)
         source = parse_source(args)
         if args.batch_records < 1:
             raise ConfigError("--batch-records must be >= 1")
         if args.trigger <= 0:
             raise ConfigError("--trigger must be > 0 seconds")
         spark_conf = parse_assignments(args.spark_conf, "--spark-conf")
-        if args.tables:
-            from pyticdc.replica.pipeline import table_matcher
-
-            table_matcher(args.tables)  # a malformed filter fails now
+        # Everything the pipeline would refuse (codec options, time zone, table filter, a warehouse of another
+        # protocol) is refused now, before Spark starts or anything is written.
+        Replicator.check(args.warehouse, source.protocol, source.options, tables=args.tables,
+                         time_zone=args.time_zone)
     except REPORTED as exc:
         return report(args, exc, USAGE)
     from pyticdc.errors import ReplicaError
@@ -234,8 +317,12 @@ def run_replicate(args: argparse.Namespace) -> int:
     spark = spark_session("pyticdc-replicate", args.master, {"spark.ui.showConsoleProgress": "false", **spark_conf})
     spark.sparkContext.setLogLevel("ERROR")
     printer = BatchPrinter(enabled=enabled)
-    job = SparkReplication(spark, source, args.warehouse, tables=args.tables, time_zone=args.time_zone,
-                           batch_records=args.batch_records, on_batch=printer)
+    try:
+        job = SparkReplication(spark, source, args.warehouse, tables=args.tables, time_zone=args.time_zone,
+                               batch_records=args.batch_records, on_batch=printer, engine=args.engine)
+    except ConfigError as exc:  # --reader kafka on a Spark without its Kafka source
+        stop_if_owned(spark, own_session)
+        return report(args, exc, USAGE)
     status = 0
     try:
         if args.stream:
@@ -249,19 +336,51 @@ def run_replicate(args: argparse.Namespace) -> int:
     except (ReplicaError, *REPORTED) as exc:
         printer.close()
         status = report(args, exc, FAILURE)
+    except Exception as exc:  # Spark's own errors: one line, not a JVM stack
+        if not type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise
+        from pyticdc.spark.session import interrupted
+
+        if interrupted():  # Ctrl-C cancelled the job: not a Spark failure (pyticdc.cli.main says "interrupted")
+            raise KeyboardInterrupt from None
+        printer.close()
+        status = report(args, f"Spark failed: {_first_line(exc)}", FAILURE)
     finally:
         printer.close()
     progress = job.replicator().progress if status == 0 else None
     if progress is not None:
         elapsed = time.monotonic() - printer.started
-        print(f"\n{printer.batches} batches, {printer.records:,} records, {printer.rows:,} row changes and "
-              f"{printer.ddls} DDL applied in {elapsed:.1f}s; {printer.quarantined} records quarantined")
+        print(f"\n{printer.batches} batches, {printer.records:,} records read in {elapsed:.1f}s: {printer.rows:,} row "
+              f"changes and {printer.ddls} DDL applied (after de-duplication); row events dropped: "
+              f"{printer.replayed:,} re-sent at or below their partition's watermark, {printer.duplicate:,} "
+              f"duplicates, {printer.filtered:,} of tables --table leaves out; {printer.rejected} records "
+              "quarantined")
         print(f"the replica is complete up to {_time(progress.consistent_ts)} (commit ts {progress.consistent_ts})")
         if job.reports and job.reports[-1].unhandled_ddl:
             print("DDL not reproduced (the replica may differ): " + "; ".join(job.reports[-1].unhandled_ddl))
         print(format_tables(args.warehouse, progress))
+        status = _verdict(args, printer, progress)
     stop_if_owned(spark, own_session)
     return status
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _verdict(args: argparse.Namespace, printer: BatchPrinter, progress: Any) -> int:
+    """The exit status of a replication that ran: 1 (one line saying why) when records were quarantined or the
+    table filter matched no table; else 0."""
+    if printer.rejected:
+        return report(args, f"{printer.rejected} records did not decode; they are in "
+                            f"{args.warehouse / '_pyticdc' / 'quarantine'} with their bytes", FAILURE)
+    if args.tables and not progress.tables and printer.filtered_tables:
+        seen = ", ".join(f"{s}.{t}" for s, t in sorted(printer.filtered_tables)[:5])
+        more = " ..." if len(printer.filtered_tables) > 5 else ""
+        return report(args, f"--table {' '.join(args.tables)} matched none of the tables read ({seen}{more}): "
+                            "nothing was replicated", FAILURE)
+    return 0
 
 
 def _await(query: Any) -> None:

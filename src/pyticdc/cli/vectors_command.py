@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from pyticdc.cli.common import USAGE, report
-from pyticdc.vectors import check_paths
+from pyticdc.errors import ConfigError
+from pyticdc.vectors import check_file, vector_files
 
 __all__ = ["add_parser"]
 
@@ -27,7 +28,11 @@ def run_check(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not p.exists()]
     if missing:
         return report(args, f"no such file: {', '.join(map(str, missing))}", USAGE)
-    results = check_paths(args.paths)
+    try:
+        files = vector_files(args.paths)  # every input is checked to be a vector file before any case runs
+    except ConfigError as exc:
+        return report(args, exc, USAGE)
+    results = [result for path, meta in files for result in check_file(path, meta)]
     passed = sum(r.passed for r in results)
     for r in results:
         if not r.passed:

@@ -9,12 +9,14 @@ guaranteed to pick the same matches as klauspost's S2-based snappy or pierrec's 
 
 from __future__ import annotations
 
+from typing import Final
+
 import cramjam
 import lz4.frame
 
 from pyticdc.errors import DecodeError
 
-__all__ = ["compress", "decompress"]
+__all__ = ["compress", "decompress", "snappy_declared_length"]
 
 
 def compress(method: str, data: bytes) -> bytes:
@@ -35,10 +37,38 @@ def compress(method: str, data: bytes) -> bytes:
     raise ValueError(f"unknown compression {method!r}")
 
 
-def decompress(method: str, data: bytes, protocol: str) -> bytes:
-    """Undo ``compress``; corrupt input raises DecodeError for ``protocol``."""
+#: The most a snappy block can expand: a 3-byte copy tag writes at most 64 bytes.
+_SNAPPY_MAX_RATIO: Final = 22
+
+
+def snappy_declared_length(data: bytes) -> int | None:
+    """The uncompressed length a snappy block declares (its leading uvarint), None if it has none."""
+    length = shift = 0
+    for i, byte in enumerate(data[:10]):
+        length |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return length if i < 5 else None  # snappy's length is a uint32: at most 5 bytes
+        shift += 7
+    return None
+
+
+def decompress(method: str, data: bytes, protocol: str, max_bytes: int | None = None) -> bytes:
+    """Undo ``compress``; corrupt input raises DecodeError for ``protocol``.
+
+    A snappy block declares its uncompressed length up front, and the decompressor allocates it before
+    reading a byte more: a length over ``max_bytes`` (max-message-bytes) that these bytes cannot expand
+    to (TiCDC compresses values to fit max-message-bytes, so the plain value may be larger, but never
+    more than snappy's ratio allows) is refused first. lz4 frames grow their output as they go.
+    """
     if method == "none":
         return data
+    if method == "snappy":
+        declared = snappy_declared_length(data)
+        if declared is None:
+            raise DecodeError(protocol, "snappy decompression failed: no valid length header", 0)
+        if max_bytes is not None and declared > max_bytes and declared > _SNAPPY_MAX_RATIO * len(data):
+            raise DecodeError(protocol, f"snappy block declares {declared} bytes, over max-message-bytes "
+                                        f"{max_bytes} and more than {len(data)} compressed bytes can hold", 0)
     try:
         if method == "snappy":
             return bytes(cramjam.snappy.decompress_raw(data))

@@ -14,7 +14,7 @@ import msgspec
 
 from pyticdc.errors import ConfigError
 
-__all__ = ["OPTION_DEFAULTS", "OPTION_DOCS", "CodecOptions", "parse_options", "system_clock_ms"]
+__all__ = ["OPTION_DEFAULTS", "OPTION_DOCS", "CodecOptions", "default_table", "parse_options", "system_clock_ms"]
 
 
 def system_clock_ms() -> int:
@@ -63,6 +63,9 @@ class CodecOptions(msgspec.Struct, frozen=True, kw_only=True):
     send_bootstrap_in_msg_count: int = 10000
     #: ``send-bootstrap-to-all-partition``: Simple BOOTSTRAP to all partitions or partition 0.
     send_bootstrap_to_all_partition: bool = True
+    #: ``default-table`` (pyticdc's own, decoders only): ``schema.table`` of rows whose message names no
+    #: table (Debezium's ExtractNewRecordState without ``__table``, Flink's encoders); "" makes them errors.
+    default_table: str = ""
 
 
 _FIELDS: Final = {name: name.replace("_", "-") for name in CodecOptions.__struct_fields__}
@@ -105,6 +108,7 @@ OPTION_DOCS: Final[dict[str, str]] = {
         "Simple: BOOTSTRAP at least this often per table (default 120; 0 with count 0 disables)",
     "send-bootstrap-in-msg-count": "Simple: BOOTSTRAP every N rows per table (default 10000)",
     "send-bootstrap-to-all-partition": "Simple: BOOTSTRAP to every partition (true) or partition 0",
+    "default-table": "decoders: SCHEMA.TABLE of rows whose messages name no table (else they are errors)",
 }
 
 
@@ -143,6 +147,8 @@ def _coerce(field: str, value: Any, ticdc_name: str) -> Any:
         raise ConfigError(
             f"option {ticdc_name!r}: invalid value {value!r}; valid values: {', '.join(choices)}"
         )
+    if field == "default_table" and value and (value.startswith(".") or value.endswith(".")):
+        raise ConfigError(f"option {ticdc_name!r}: expected SCHEMA.TABLE or TABLE, got {value!r}")
     if field == "time_zone":
         from pyticdc.codec.timezone import load_zone
 
@@ -167,6 +173,14 @@ def parse_options(
             raise ConfigError(f"{protocol}: option {name!r} does not apply; valid options: {valid}")
         merged[field] = _coerce(field, value, FIELD_TO_TICDC[field])
     return CodecOptions(**merged)
+
+
+def default_table(options: CodecOptions) -> tuple[str, str] | None:
+    """``default-table`` as (schema, table): the text before the first dot is the schema; None if unset."""
+    if not options.default_table:
+        return None
+    schema, dot, table = options.default_table.partition(".")
+    return (schema, table) if dot else ("", schema)
 
 
 Clock = Callable[[], int]

@@ -136,9 +136,11 @@ class Consumer:
     def _check_watermarks(self, decoder: BaseDecoder) -> None:
         options = decoder.options
         if self.protocol in _EXTENSION_WATERMARKS and not getattr(options, "enable_tidb_extension", False):
+            # Canal-JSON also loses its exact commit ts without the extension; Debezium keeps it.
+            no_ts = " (and no exact commit ts)" if self.protocol == "canal-json" else ""
             raise ConfigError(
-                f"{self.protocol} without enable-tidb-extension carries no watermarks (and canal-json no commit "
-                "ts): nothing could ever be known complete; configure the changefeed with enable-tidb-extension=true"
+                f"{self.protocol} without enable-tidb-extension carries no watermarks{no_ts}: nothing could ever "
+                "be known complete; configure the changefeed with enable-tidb-extension=true"
             )
 
     # ------------------------------------------------------------------ introspection
@@ -233,12 +235,19 @@ class Consumer:
             reason = str(exc)
         except _DECODER_BUGS as exc:
             reason = f"decoder raised {type(exc).__name__}: {exc}"
+        if not reason and any(isinstance(e, RowChange) and (not e.table or e.commit_ts <= 0) for e in events):
+            # Whatever a lenient decoder made of it, a row of no table or no commit ts cannot be applied, and
+            # judged against the watermark it would vanish as a "replay": it is a record read with the wrong
+            # protocol (or a foreign message), so the whole record is quarantined where the user sees it.
+            reason = (f"{self.protocol}: a row naming no table or no commit ts is not a change (is the protocol "
+                      "right?)")
+            events = []
         if reason and offset >= self._quarantine_marks[topic_partition]:
             # The mark keeps a record re-read after a compact-state resume from being quarantined twice.
             self._quarantine_marks[topic_partition] = offset + 1
             self._quarantine.append(QuarantinedRecord(
                 topic=topic, partition=partition, offset=offset, protocol=self.protocol, reason=reason,
-                key=key, value=value,
+                key=key, value=value, kafka_timestamp=record.timestamp_ms if isinstance(record, KafkaRecord) else 0,
             ))
         for event in events:
             self._on_event(event, topic_partition, offset)

@@ -72,6 +72,12 @@ class _FlushDecoder(BaseDecoder):
             return [Watermark(resolved_ts=_MAX_TS)]
         return self.inner.decode(value, key)
 
+    def decode_reference(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
+        """The inner decoder's reference path, or the final watermark for the flush sentinel."""
+        if value is self.FLUSH:
+            return [Watermark(resolved_ts=_MAX_TS)]
+        return self.inner.decode_reference(value, key)
+
 
 @dataclass
 class ReadStats:

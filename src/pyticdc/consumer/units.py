@@ -25,6 +25,8 @@ class QuarantinedRecord(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     key: bytes | None = None
     value: bytes | None = None
+    #: The record's Kafka timestamp, ms since the epoch; 0 when it has none (a capture line, a raw file).
+    kafka_timestamp: int = 0
 
 
 class ApplyUnit(msgspec.Struct, frozen=True, kw_only=True):

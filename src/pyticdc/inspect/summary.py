@@ -84,8 +84,9 @@ class PartitionSummary(msgspec.Struct, kw_only=True):
     bad_records: int = 0
     #: Highest resolved ts received (0: none).
     resolved_ts: int = 0
-    #: Newest commit ts of the whole stream minus this partition's resolved ts, in ms (0 when covered).
-    lag_ms: int = 0
+    #: Newest commit ts of the whole stream minus this partition's resolved ts, in ms (0 when covered; None when
+    #: the partition carried no watermark: there is nothing to measure from).
+    lag_ms: int | None = 0
     #: Watermarks at or below an earlier one (re-sent checkpoints after a TiCDC restart).
     watermark_regressions: int = 0
     #: Rows or DDLs at or below the partition's resolved ts when they arrived (re-sends).
@@ -288,6 +289,14 @@ class Inspector:
         if time_ms > 0:
             self._samples.append(((record.topic, record.partition), time_ms, rows))
 
+    def add_unreadable(self, record: KafkaRecord, reason: str) -> None:
+        """Add something read that is not a Kafka record at all (a malformed capture line) as a bad record."""
+        if len(self._bad) < self.max_bad_records:
+            self._bad.append(BadRecord(topic=record.topic, partition=record.partition, offset=record.offset,
+                                       reason=reason))
+        else:
+            self._bad_omitted += 1
+
     def _on_row(self, row: RowChange, part: PartitionSummary) -> None:
         self._counts["row"] += 1
         part.rows += 1
@@ -349,7 +358,10 @@ class Inspector:
             tail = [LagPoint(max(state.clock_ms, physical_ms(r)), 0) for r in state.pending_lags]
             lags[f"{topic}/{partition}"] = [*state.lags, *tail]
             part = msgspec.structs.replace(state.summary)
-            part.lag_ms = max(0, newest_ms - physical_ms(part.resolved_ts)) if self._max_ts else 0
+            if not part.resolved_ts:
+                part.lag_ms = None
+            else:
+                part.lag_ms = max(0, newest_ms - physical_ms(part.resolved_ts)) if self._max_ts else 0
             partitions.append(part)
         bucket = self._bucket()
         events: dict[str, dict[int, int]] = {f"{t}/{p}": {} for t, p in sorted(self._partitions)}
@@ -389,9 +401,8 @@ def detect_protocol(records: Iterable[KafkaRecord], *, sample: int = 200) -> tup
 
     Tries every built protocol (Simple as JSON and as Avro), one decoder per partition. Canal-JSON and
     Debezium streams in which a watermark decodes get ``enable-tidb-extension=true`` (only the extension
-    sends them). Records read only as rows of no table (Debezium's reading of any bare JSON object as
-    an unwrapped row) count only to break a tie of the others. Ties go to the earlier protocol in
-    TiCDC's list.
+    sends them). Ties go to the earlier protocol in TiCDC's list. Rows that name no table never
+    count (decoders refuse them unless told a ``default-table``): no protocol is picked on them.
     """
     from pyticdc.errors import ConfigError
 
@@ -407,10 +418,10 @@ def detect_protocol(records: Iterable[KafkaRecord], *, sample: int = 200) -> tup
         candidates.append((protocol, {}))
         if protocol == "simple":
             candidates.append((protocol, {"encoding-format": "avro"}))
-    best: tuple[int, int, int, str, dict[str, Any]] | None = None
+    best: tuple[int, int, str, dict[str, Any]] | None = None
     for rank, (protocol, options) in enumerate(candidates):
         decoders: dict[tuple[str, int], BaseDecoder] = {}
-        decoded = anonymous = 0
+        decoded = 0
         watermarks = 0
         for record in head:
             tp = (record.topic, record.partition)
@@ -421,21 +432,17 @@ def detect_protocol(records: Iterable[KafkaRecord], *, sample: int = 200) -> tup
                 events = decoder.decode(record.value, record.key)
             except (DecodeError, *_DECODER_BUGS):
                 continue
-            if events and all(isinstance(e, RowChange) and not e.table for e in events):
-                # Rows naming no table: only a lenient reading (Debezium's unwrapped rows) gives
-                # these, and any JSON object reads that way, so they count only when nothing else
-                # decodes the records.
-                anonymous += 1
-            else:
-                decoded += 1
+            if any(isinstance(e, RowChange) and not e.table for e in events):
+                continue  # a row of no table is a guess, not evidence of the protocol
+            decoded += 1
             watermarks += sum(1 for e in events if isinstance(e, Watermark))
-        if (decoded or anonymous) and (best is None or (decoded, anonymous) > best[:2]):
+        if decoded and (best is None or decoded > best[0]):
             if protocol in ("canal-json", "debezium") and watermarks:
                 options = {"enable-tidb-extension": True}
-            best = (decoded, anonymous, rank, protocol, options)
+            best = (decoded, rank, protocol, options)
     if best is None:
         raise ConfigError(f"none of the protocols {', '.join(PROTOCOLS)} decodes these records")
-    return best[3], best[4]
+    return best[2], best[3]
 
 
 # --------------------------------------------------------------------------- text
@@ -470,8 +477,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 def format_summary(summary: StreamSummary, *, max_ddls: int = 50, max_bad: int = 20) -> str:
     """The summary as text for a terminal."""
     out = [
-        f"protocol {summary.protocol}: {summary.records} records, {summary.bytes} bytes; {summary.rows} row changes, "
-        f"{summary.ddls} DDL, {summary.watermarks} watermarks"
+        f"protocol {summary.protocol}: {summary.records} records, {summary.bytes} bytes; {summary.rows} row events "
+        f"decoded (re-sends and duplicates included), {summary.ddls} DDL (broadcast copies once), "
+        f"{summary.watermarks} watermark events (every partition's)"
         + (f", {summary.bootstraps} bootstraps" if summary.bootstraps else ""),
         f"commit ts  {format_ts(summary.min_commit_ts)} .. {format_ts(summary.max_commit_ts)}",
         f"resolved   {format_ts(summary.global_resolved_ts)} (lowest over all partitions)",
@@ -485,12 +493,16 @@ def format_summary(summary: StreamSummary, *, max_ddls: int = 50, max_bad: int =
     out += _table(
         ["partition", "records", "offsets", "rows", "ddl", "wm", "resolved ts", "lag ms", "wm back", "late", "bad"],
         [[f"{p.topic}/{p.partition}", str(p.records), f"{p.first_offset}..{p.last_offset}", str(p.rows),
-          str(p.ddls), str(p.watermarks), str(p.resolved_ts), str(p.lag_ms), str(p.watermark_regressions),
+          str(p.ddls), str(p.watermarks), str(p.resolved_ts), "no watermarks" if p.lag_ms is None else str(p.lag_ms),
+          str(p.watermark_regressions),
           str(p.late_events), str(p.bad_records)] for p in summary.partitions],
     )
     if any(p.watermarks == 0 for p in summary.partitions):
-        out.append("  note: partitions without watermarks hold every consumer back (protocol option "
-                   "enable-tidb-extension?)")
+        # Only Canal-JSON and Debezium send watermarks under an option; other protocols always send them.
+        why = ("was the changefeed configured with enable-tidb-extension=true?"
+               if summary.protocol in ("canal-json", "debezium") else
+               "the stream may end before TiCDC's first resolved ts, or the partition is idle")
+        out.append(f"  note: partitions without watermarks hold every consumer back ({why})")
     out += ["", f"DDL timeline ({len(summary.ddl_timeline)})"]
     for ddl in summary.ddl_timeline[:max_ddls]:
         parts = ",".join(map(str, ddl.partitions))

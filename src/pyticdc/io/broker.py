@@ -18,14 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any
 
 from pyticdc.errors import BrokerError, KafkaReadError
+from pyticdc.io.kafka import EXACT_OFFSETS
 
-__all__ = ["EmbeddedBroker", "broker_binary", "free_port"]
-
-#: Producer settings that keep tansu's high watermarks exact: one record per batch.
-EXACT_OFFSETS: Final[dict[str, Any]] = {"batch.num.messages": 1, "linger.ms": 0}
+__all__ = ["EXACT_OFFSETS", "EmbeddedBroker", "broker_binary", "free_port"]
 
 
 def broker_binary() -> str:

@@ -39,6 +39,7 @@ import binascii
 import glob
 import gzip
 import importlib
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,13 +140,15 @@ def detect_format(path: str | Path, format: str = "auto") -> str:
         envelope = orjson.loads(first)
     except orjson.JSONDecodeError:
         raise CaptureError(
-            f"{path}: first line is not JSON; capture files are JSON Lines (pyticdc or kcat -J) or Parquet"
+            f"{path}: first line is not JSON; capture files are JSON Lines (pyticdc or kcat -J) or Parquet (a file "
+            "of messages themselves is read with --lines FILE or --value FILE)"
         ) from None
     if isinstance(envelope, dict) and "payload" in envelope:
         return "kcat"
     if isinstance(envelope, dict) and "value" in envelope:
         return "jsonl"
-    raise CaptureError(f"{path}: first line has neither 'value' (pyticdc jsonl) nor 'payload' (kcat -J)")
+    raise CaptureError(f"{path}: first line has neither 'value' (pyticdc jsonl) nor 'payload' (kcat -J); a file of "
+                       "messages themselves is read with --lines FILE (one per line) or --value FILE")
 
 
 def capture_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
@@ -435,7 +438,9 @@ def _parquet_splits(path: Path, target: int | None) -> list[CaptureSplit]:
 class CaptureWriter:
     """Writes records to one capture file (``jsonl``, gzip when the name ends in .gz, or ``parquet``).
 
-    Use as a context manager; ``count`` is the number of records written so far.
+    Use as a context manager; ``count`` is the number of records written so far. The records go to a
+    temporary file next to ``path``, renamed to ``path`` by :meth:`close`: a writer left by an exception
+    (the ``with`` block raised) or :meth:`abort` removes it, so a failure never leaves a partial file.
     """
 
     def __init__(self, path: str | Path, format: str = "auto", *, row_group_records: int = 65536) -> None:
@@ -449,11 +454,14 @@ class CaptureWriter:
         self._parquet: Any = None
         self._handle: IO[bytes] | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Same directory (the rename stays in one file system); the name says what is being written.
+        self._partial = self.path.with_name(f".{self.path.name}.partial-{os.getpid()}-{id(self):x}")
+        self._done = False
         if format == "jsonl":
             if _is_gzip(self.path):
-                self._handle = cast(IO[bytes], gzip.open(self.path, "wb"))
+                self._handle = cast(IO[bytes], gzip.open(self._partial, "wb"))
             else:
-                self._handle = open(self.path, "wb", buffering=1 << 20)
+                self._handle = open(self._partial, "wb", buffering=1 << 20)
 
     def write(self, record: KafkaRecord) -> None:
         """Append one record."""
@@ -477,30 +485,55 @@ class CaptureWriter:
             return
         pq = import_parquet()
         if self._parquet is None:
-            self._parquet = pq.ParquetWriter(self.path, kafka_arrow_schema())
+            self._parquet = pq.ParquetWriter(self._partial, kafka_arrow_schema())
         self._parquet.write_batch(records_to_arrow(self._pending))
         self._pending = []
 
     def close(self) -> None:
-        """Finish the file (flushes buffered records)."""
+        """Finish the file (flushes buffered records) and give it its name."""
+        if self._done:
+            return
+        self._finish()
+        os.replace(self._partial, self.path)
+        self._done = True
+
+    def _finish(self) -> None:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
             return
         if self.format == "parquet":
             if self._parquet is None and not self._pending:
-                import_parquet().write_table(kafka_arrow_schema().empty_table(), self.path)
+                import_parquet().write_table(kafka_arrow_schema().empty_table(), self._partial)
                 return
             self._flush_parquet()
             if self._parquet is not None:
                 self._parquet.close()
                 self._parquet = None
 
+    def abort(self) -> None:
+        """Stop writing and remove what was written: no file at ``path`` (an existing one stays as it was)."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+            if self._parquet is not None:
+                self._parquet.close()
+                self._parquet = None
+        finally:
+            self._partial.unlink(missing_ok=True)
+
     def __enter__(self) -> CaptureWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is not None:
+            self.abort()
+        else:
+            self.close()
 
 
 def write_capture(path: str | Path, records: Iterable[KafkaRecord], format: str = "auto") -> int:

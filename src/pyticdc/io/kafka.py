@@ -11,11 +11,15 @@ Client configuration is librdkafka's (``bootstrap.servers``, ``security.protocol
 planning) need no broker; the rest import confluent_kafka when called.
 
 The end of a range is the partition's high watermark as the broker reports it. (The tansu broker used
-in tests reports the last batch's base offset + 1; produce with ``batch.num.messages=1`` there.)
+in tests and by ``pyticdc broker`` reports the last batch's base offset + 1, so :func:`producer_config`
+sends one record per batch, and :func:`produce_records` checks every partition's end offset after the
+flush: a record the broker acknowledged but no reader would reach is an error, not a silent loss.)
 """
 
 from __future__ import annotations
 
+import collections
+import logging
 import re
 import time
 import uuid
@@ -30,13 +34,16 @@ from pyticdc.model import KafkaRecord
 
 __all__ = [
     "EARLIEST",
+    "EXACT_OFFSETS",
     "LATEST",
     "OffsetRange",
     "OffsetSpec",
     "cap_offsets",
+    "client_config",
     "consumer_config",
     "create_topic",
     "kafka_options",
+    "last_client_log",
     "list_partitions",
     "lookback_chunks",
     "offset_ranges",
@@ -49,6 +56,7 @@ __all__ = [
     "read_range",
     "select_topics",
     "split_range",
+    "verify_end_offsets",
     "watermarks",
 ]
 
@@ -75,6 +83,48 @@ class OffsetRange:
     def size(self) -> int:
         """Number of offsets in the range (0 when start is unresolved)."""
         return max(0, self.end - self.start) if self.start >= 0 else 0
+
+
+class _LastLogs(logging.Handler):
+    """Keeps librdkafka's last few log lines instead of printing them (one error line says what matters)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: collections.deque[str] = collections.deque(maxlen=8)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Remember the line's text after its ``[rdkafka#...] [thrd:...]:`` prefixes."""
+        self.lines.append(record.getMessage().rpartition("]: ")[2])
+
+
+_LAST_LOGS: Final = _LastLogs()
+#: Where librdkafka's log goes: without it, an unreachable broker prints a FAIL line every retry (~20 a second).
+LIBRDKAFKA_LOGGER: Final = logging.getLogger("pyticdc.librdkafka")
+LIBRDKAFKA_LOGGER.propagate = False
+LIBRDKAFKA_LOGGER.addHandler(_LAST_LOGS)
+
+
+def client_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with librdkafka's log kept (see :func:`last_client_log`) rather than printed on stderr, unless
+    it asks for the log itself (``log_level``, ``debug`` or a ``logger``)."""
+    if any(name in config for name in ("logger", "log_level", "debug")):
+        return dict(config)
+    return {**config, "logger": LIBRDKAFKA_LOGGER}
+
+
+def last_client_log(client: Any = None) -> str:
+    """librdkafka's latest warning or error (``client``: serve its queued log lines first); "" if none."""
+    if client is not None:
+        try:
+            client.poll(0)
+        except Exception:  # noqa: BLE001 - only the log matters here; a closed client has nothing more
+            pass
+    return _LAST_LOGS.lines[-1] if _LAST_LOGS.lines else ""
+
+
+def _cause(client: Any) -> str:
+    line = last_client_log(client)
+    return f" (last broker log: {line})" if line else ""
 
 
 # --------------------------------------------------------------------------- pure: offsets
@@ -267,7 +317,7 @@ def consumer_config(config: Mapping[str, Any], *, group_id_prefix: str = "pyticd
 def _consumer(config: Mapping[str, Any]) -> Any:
     from confluent_kafka import Consumer
 
-    return Consumer(consumer_config(config))
+    return Consumer(client_config(consumer_config(config)))
 
 
 def list_partitions(config: Mapping[str, Any], *, timeout: float = 10.0) -> dict[str, int]:
@@ -277,7 +327,8 @@ def list_partitions(config: Mapping[str, Any], *, timeout: float = 10.0) -> dict
         try:
             metadata = consumer.list_topics(timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - KafkaException and friends: name the broker
-            raise KafkaReadError(f"cannot list topics at {config.get('bootstrap.servers')}: {exc}") from None
+            raise KafkaReadError(f"cannot list topics at {config.get('bootstrap.servers')}: {exc}"
+                                 f"{_cause(consumer)}") from None
         return {name: len(topic.partitions) for name, topic in metadata.topics.items()
                 if not name.startswith("__") and topic.error is None}
     finally:
@@ -297,7 +348,8 @@ def watermarks(
             try:
                 low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, partition), timeout=timeout)
             except Exception as exc:  # noqa: BLE001 - surface librdkafka's reason with the partition
-                raise KafkaReadError(f"cannot read watermarks of {topic}/{partition}: {exc}") from None
+                raise KafkaReadError(
+                    f"cannot read watermarks of {topic}/{partition}: {exc}{_cause(consumer)}") from None
             bounds[(topic, partition)] = (int(low), int(high))
         return bounds
     finally:
@@ -408,24 +460,66 @@ def lookback_chunks(
         end, window = begin, window * 4
 
 
+#: Producer settings under which every acknowledged record is readable on every broker pyticdc meets: one
+#: record per batch (tansu reports a partition's end as its last batch's base offset + 1, so a batch of n
+#: records would hide n - 1 of them from every reader).
+EXACT_OFFSETS: Final[dict[str, Any]] = {"batch.num.messages": 1, "linger.ms": 0}
+
+
 def producer_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A producer configuration that keeps every record's order within its partition."""
+    """A producer configuration that keeps every record's order within its partition and every record readable
+    (:data:`EXACT_OFFSETS`); ``config`` may override any of it (:func:`produce_records` still checks the end)."""
     if not config.get("bootstrap.servers"):
         raise ConfigError("the Kafka option bootstrap.servers is required")
-    return {"enable.idempotence": False, "max.in.flight.requests.per.connection": 1, "linger.ms": 5, **config}
+    return {"enable.idempotence": False, "max.in.flight.requests.per.connection": 1, **EXACT_OFFSETS, **config}
+
+
+#: librdkafka properties only a producer knows (a consumer given them logs a warning per property).
+_PRODUCER_ONLY: Final = frozenset({
+    "batch.num.messages", "batch.size", "linger.ms", "queue.buffering.max.ms", "enable.idempotence",
+    "max.in.flight.requests.per.connection", "max.in.flight", "acks", "request.required.acks", "compression.type",
+    "compression.codec", "queue.buffering.max.messages", "queue.buffering.max.kbytes", "message.timeout.ms",
+    "delivery.timeout.ms", "retries", "message.send.max.retries", "retry.backoff.ms", "partitioner",
+    "sticky.partitioning.linger.ms", "transactional.id", "transaction.timeout.ms", "enable.gapless.guarantee",
+})
+
+
+def verify_end_offsets(config: Mapping[str, Any], delivered: Iterable[KafkaRecord], *, timeout: float = 10.0) -> None:
+    """Check that every partition written ends past the last offset the broker acknowledged there.
+
+    KafkaReadError names each partition whose end offset (high watermark) is short of it: records beyond
+    the end are acknowledged but no reader reaches them (e.g. tansu with several records per batch).
+    """
+    last: dict[TopicPartition, int] = {}
+    for record in delivered:
+        tp = (record.topic, record.partition)
+        if record.offset >= 0 and record.offset >= last.get(tp, -1):
+            last[tp] = record.offset
+    if not last:
+        return
+    reader = {k: v for k, v in config.items() if k not in _PRODUCER_ONLY}
+    ends = watermarks(reader, sorted(last), timeout=timeout)
+    short = [f"{topic}/{partition} ends at {ends[(topic, partition)][1]}, acknowledged up to offset {offset}"
+             for (topic, partition), offset in sorted(last.items()) if ends[(topic, partition)][1] <= offset]
+    if short:
+        raise KafkaReadError(
+            f"records were acknowledged but are not readable: {'; '.join(short[:3])}"
+            f"{f' (and {len(short) - 3} more partitions)' if len(short) > 3 else ''}; produce one record per batch "
+            f"({', '.join(f'{k}={v}' for k, v in EXACT_OFFSETS.items())})")
 
 
 def produce_records(
     config: Mapping[str, Any], records: Iterable[KafkaRecord], *, flush_timeout: float = 60.0,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int], None] | None = None, verify: bool = True,
 ) -> list[KafkaRecord]:
     """Produce records to their topic and partition; returns them with the offsets the broker gave.
 
-    Raises KafkaReadError if any record fails or the flush does not finish in ``flush_timeout``.
+    Raises KafkaReadError if any record fails, the flush does not finish in ``flush_timeout`` or (``verify``)
+    a partition's end offset is short of what the broker acknowledged (:func:`verify_end_offsets`).
     """
     from confluent_kafka import Producer
 
-    producer = Producer(producer_config(config))
+    producer = Producer(client_config(producer_config(config)))
     sent: list[KafkaRecord] = []
     delivered: dict[int, KafkaRecord] = {}
     failures: list[str] = []
@@ -460,10 +554,13 @@ def produce_records(
             on_progress(index + 1)
     remaining = producer.flush(flush_timeout)
     if remaining:
-        raise KafkaReadError(f"{remaining} records were not delivered within {flush_timeout:.0f}s")
+        raise KafkaReadError(f"{remaining} records were not delivered within {flush_timeout:.0f}s{_cause(producer)}")
     if failures:
         raise KafkaReadError(f"{len(failures)} records failed: {'; '.join(failures[:3])}")
-    return [delivered[i] for i in range(len(sent))]
+    acknowledged = [delivered[i] for i in range(len(sent))]
+    if verify:
+        verify_end_offsets(config, acknowledged)
+    return acknowledged
 
 
 def create_topic(config: Mapping[str, Any], topic: str, partitions: int = 3, *, timeout: float = 30.0) -> None:
@@ -471,14 +568,14 @@ def create_topic(config: Mapping[str, Any], topic: str, partitions: int = 3, *, 
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient(dict(config))
+    admin = AdminClient(client_config(config))
     futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=timeout)
     try:
         futures[topic].result(timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - KafkaException wraps the broker's error code
         error = exc.args[0] if exc.args else None
         if getattr(error, "code", lambda: None)() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise KafkaReadError(f"cannot create topic {topic!r}: {exc}") from None
+            raise KafkaReadError(f"cannot create topic {topic!r}: {exc}{_cause(admin)}") from None
 
 
 def kafka_options(options: Mapping[str, str], prefix: str = "kafka.") -> dict[str, str]:

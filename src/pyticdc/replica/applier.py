@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from pyticdc.arrow.rows import quarantine_arrow_schema
 from pyticdc.consumer import ApplyUnit, QuarantinedRecord, handle_columns
 from pyticdc.errors import ReplicaError
 from pyticdc.model import ColumnInfo, DDLEvent, RowChange, TableInfo
@@ -81,12 +82,12 @@ class ApplyStats(msgspec.Struct, kw_only=True):
     rewrites: int = 0
     quarantined: int = 0
     batches: int = 0
+    #: Row changes of tables the table filter leaves out (``--table``): read, deliberately not applied.
+    rows_filtered: int = 0
 
 
-_QUARANTINE_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("protocol", pa.string()),
-    ("reason", pa.string()), ("key", pa.binary()), ("value", pa.binary()),
-])
+#: The quarantine table's columns: the same as the Spark quarantine sink's (``pyticdc.spark.sinks``).
+_QUARANTINE_SCHEMA = quarantine_arrow_schema()
 
 
 def _merge_info(base: TableInfo, rows: Iterable[RowChange]) -> TableInfo:
@@ -166,6 +167,8 @@ class DeltaReplica:
             if isinstance(self.progress.stats.get("replica"), dict) else ApplyStats()
         #: DDL statements not reproduced, with the reason (this process only).
         self.unhandled: list[str] = []
+        #: Tables whose rows the table filter left out (this process only).
+        self.filtered_tables: set[TableKey] = set()
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -222,6 +225,9 @@ class DeltaReplica:
                 key = (row.schema, row.table)
                 if self._wanted(key):
                     self._segments.setdefault(key, []).append(row)
+                else:
+                    self.stats.rows_filtered += 1
+                    self.filtered_tables.add(key)
         elif unit.kind == "ddl":
             assert unit.ddl is not None
             self._execute(unit.ddl)
@@ -501,18 +507,21 @@ class DeltaReplica:
     def _write_quarantine(self) -> None:
         records, self._quarantine = self._quarantine, []
         data = pa.Table.from_pylist([{
-            "topic": r.topic, "partition": r.partition, "offset": r.offset, "protocol": r.protocol,
+            "topic": r.topic, "partition": r.partition, "offset": r.offset,
+            "kafka_timestamp": r.kafka_timestamp * 1000 if r.kafka_timestamp else None, "protocol": r.protocol,
             "reason": r.reason, "key": r.key, "value": r.value,
         } for r in records], schema=_QUARANTINE_SCHEMA)
         path = self.store.internal_path("quarantine")
         if self.store.open(path) is None:
             self.store.create(path, _QUARANTINE_SCHEMA.empty_table(), uid="quarantine", position=0,
                               name="pyticdc quarantine")
-        source = data
         # Keyed by where the record was: a record quarantined again after a replay is not added twice.
         table = self.store.open(path)
+        # A warehouse whose quarantine predates a column (kafka_timestamp) keeps its columns: written without it.
+        present = set(table.schema().to_arrow().names)
+        source = data.select([name for name in _QUARANTINE_SCHEMA.names if name in present])
         predicate = " AND ".join(f't."{c}" = s."{c}"' for c in ("topic", "partition", "offset", "reason"))
-        assignments = {f'"{c}"': f's."{c}"' for c in _QUARANTINE_SCHEMA.names}
+        assignments = {f'"{c}"': f's."{c}"' for c in source.column_names}
         metrics = (table.merge(source, predicate=predicate, source_alias="s", target_alias="t",
                                streamed_exec=False)
                    .when_not_matched_insert(assignments).execute())

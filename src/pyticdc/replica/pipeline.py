@@ -29,7 +29,9 @@ from typing import Any
 import msgspec
 
 from pyticdc.codec import canonical_protocol
+from pyticdc.codec.timezone import load_zone
 from pyticdc.consumer import Consumer
+from pyticdc.consumer.units import ApplyUnit, QuarantinedRecord
 from pyticdc.errors import ConfigError, ReplicaError
 from pyticdc.model import KafkaRecord
 from pyticdc.replica.applier import DeltaReplica, Hook
@@ -62,6 +64,29 @@ class BatchReport:
     tables: dict[tuple[str, str], TableEntry] = field(default_factory=dict)
     #: DDL statements whose effect on rows could not be reproduced.
     unhandled_ddl: list[str] = field(default_factory=list)
+    #: Row events the consumer dropped as re-sends (at or below their partition's watermark) in this batch.
+    rows_replayed: int = 0
+    #: Row events the consumer dropped as duplicates of a buffered change in this batch.
+    rows_duplicate: int = 0
+    #: Released row changes of tables the table filter leaves out, in this batch.
+    rows_filtered: int = 0
+    #: Records of this batch sent to the quarantine (undecodable, not a capture record, no table): the quarantine
+    #: table keeps each record once, so a re-read one counts here again but is not stored twice.
+    rejected: int = 0
+    #: Tables whose rows the table filter left out, in this batch.
+    filtered_tables: list[tuple[str, str]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        """One line: what the batch read, applied, dropped and quarantined (not the table schemas)."""
+        return (f"batch {self.version}: {self.records} records, {self.rows_applied} row changes and "
+                f"{self.ddls_released} DDL applied, {self.pending_rows} rows wait for the watermark, "
+                f"{self.rows_replayed} re-sent and {self.rows_duplicate} duplicate row events dropped, "
+                f"{self.rows_filtered} filtered out, {self.rejected} records quarantined; complete up to "
+                f"{self.consistent_ts}, {len(self.tables)} tables, {self.seconds:.2f}s")
+
+    def __repr__(self) -> str:
+        """The one-line summary (the full table entries are in ``tables``)."""
+        return f"<BatchReport {self}>"
 
 
 def interleave_partitions(records: Iterable[KafkaRecord]) -> Iterator[KafkaRecord]:
@@ -112,6 +137,7 @@ class Replicator:
         self.protocol = canonical_protocol(protocol)
         self.options = {str(k): v for k, v in (options or {}).items()}
         zone = time_zone or str(self.options.get("time-zone", self.options.get("time_zone", "UTC")))
+        load_zone(zone)  # an unknown zone fails now, not mid-batch after some tables were written
         self.replica = DeltaReplica(warehouse, app_id=app_id, time_zone=zone, table_filter=table_matcher(tables),
                                     hook=hook, storage_options=storage_options)
         progress = self.replica.progress
@@ -128,6 +154,29 @@ class Replicator:
         # Units a resumed consumer releases at once (its state may already cover a watermark).
         self._units = self.consumer.release()
         self._broken: BaseException | None = None
+
+    @staticmethod
+    def check(warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
+              tables: Sequence[str] | None = None, time_zone: str | None = None,
+              storage_options: Mapping[str, str] | None = None) -> None:
+        """Raise ConfigError for anything a Replicator would refuse, without reading a record or writing anything.
+
+        Codec options (unknown names, bad values, a protocol that would carry no watermarks), the time zone,
+        the table filter, and an existing warehouse written from another protocol: what a command checks
+        before it starts Spark.
+        """
+        from pyticdc.replica.progress import read_progress
+        from pyticdc.replica.store import DeltaStore
+
+        canonical = canonical_protocol(protocol)
+        named = {str(k): v for k, v in (options or {}).items()}
+        Consumer(canonical, named, partitions={"check": 1})
+        load_zone(time_zone or str(named.get("time-zone", named.get("time_zone", "UTC"))))
+        table_matcher(tables)
+        recorded = read_progress(DeltaStore(warehouse, storage_options=storage_options)).source.get("protocol")
+        if recorded and recorded != canonical:
+            raise ConfigError(f"{warehouse} replicates a {recorded} changefeed; it cannot continue from {canonical}"
+                              " records (use another warehouse)")
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -172,6 +221,10 @@ class Replicator:
         report = BatchReport(version=self.progress.version + 1)
         applied_before = self.replica.stats.rows_applied
         quarantined_before = self.replica.stats.quarantined
+        filtered_before = self.replica.stats.rows_filtered
+        filtered_tables = set(self.replica.filtered_tables)
+        stats_before = msgspec.structs.replace(self.consumer.stats)
+        rejected = 0
         try:
             units, self._units = self._units, []
             stream: Iterable[KafkaRecord] = interleave_partitions(records) if interleave else records
@@ -179,6 +232,10 @@ class Replicator:
                 self._take(unit, report)
             for record in stream:
                 report.records += 1
+                if record.partition < 0:
+                    self._quarantine_line(record)
+                    rejected += 1
+                    continue
                 if (record.topic, record.partition) not in self._subscribed:
                     self.extend_partitions({record.topic: record.partition + 1})
                 for unit in self.consumer.consume(record):
@@ -196,8 +253,32 @@ class Replicator:
         report.pending_rows = self.consumer.pending_rows
         report.tables = dict(progress.tables)
         report.unhandled_ddl = list(self.replica.unhandled)
+        counters = self.consumer.stats
+        report.rows_replayed = counters.rows_replayed - stats_before.rows_replayed
+        report.rows_duplicate = counters.rows_duplicate - stats_before.rows_duplicate
+        report.rows_filtered = self.replica.stats.rows_filtered - filtered_before
+        report.rejected = rejected + counters.quarantined - stats_before.quarantined
+        report.filtered_tables = sorted(self.replica.filtered_tables - filtered_tables)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _quarantine_line(self, record: KafkaRecord) -> None:
+        # Partition -1: a capture line that was not a record (the Spark source hands those over with their
+        # bytes and byte position, topic "file:PATH"); nothing to decode, straight to the quarantine.
+        from pyticdc.errors import CaptureError
+        from pyticdc.io.capture import parse_line
+
+        where = f"{record.topic.removeprefix('file:')} (byte {record.offset})"
+        try:
+            parse_line(record.value or b"", "jsonl", where)
+            reason = f"capture: {where}: not a record of a Kafka partition"
+        except CaptureError as exc:
+            reason = f"capture: {exc}"
+        quarantined = QuarantinedRecord(topic=record.topic, partition=record.partition, offset=record.offset,
+                                        protocol=self.protocol, reason=reason, key=record.key, value=record.value,
+                                        kafka_timestamp=record.timestamp_ms)
+        self.replica.apply(ApplyUnit(kind="quarantine", quarantined=(quarantined,),
+                                     consistent_ts=self.replica.consistent_ts))
 
     def _take(self, unit: Any, report: BatchReport) -> None:
         report.rows_released += len(unit.rows)

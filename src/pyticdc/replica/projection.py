@@ -13,14 +13,12 @@ column                    type              meaning
                                             row, how such rows are found
 ========================  ================  ==================================================================
 
-One deviation from the ingestion mapping: Delta Lake has no interval type, so TIME (an interval in
-``typed_rows``) is stored as ``bigint`` microseconds (-838:59:59 is -3020399000000), the way Spark keeps a
-day-time interval internally.
+Replica tables use the default mapping (:data:`pyticdc.arrow.types.DEFAULT_TYPES`), as ``typed_rows`` does
+by default: TIME is ``bigint`` microseconds (-838:59:59 is -3020399000000), Delta having no interval type.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -44,7 +42,6 @@ __all__ = [
     "evolve",
     "project_changes",
     "replica_schema",
-    "storage_type",
     "table_columns",
     "typed_default",
 ]
@@ -59,19 +56,6 @@ HIDDEN_COLUMNS: Final = (COMMIT_TS, ROWID, DIGEST)
 _TSO: Final = pa.decimal128(20, 0)
 
 
-def storage_type(kind: pa.DataType) -> pa.DataType:
-    """The Delta-storable type of a typed column (TIME's duration becomes bigint microseconds)."""
-    if pa.types.is_duration(kind):
-        return pa.int64()
-    return kind
-
-
-def _stored(array: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    if pa.types.is_duration(array.type):
-        return pc.cast(pc.cast(array, pa.duration("us")), pa.int64())
-    return array
-
-
 def replica_schema(info: TableInfo, *, rowid: bool, digest: bool) -> pa.Schema:
     """The Arrow schema of a replica table of ``info``, with the chosen hidden columns."""
     fields = [pa.field(COMMIT_TS, _TSO)]
@@ -82,7 +66,7 @@ def replica_schema(info: TableInfo, *, rowid: bool, digest: bool) -> pa.Schema:
     for column in info.columns:
         if column.name in HIDDEN_COLUMNS or column.name == OP:
             raise ReplicaError(f"{info.qualified_name}: column {column.name!r} clashes with a replica metadata column")
-        fields.append(pa.field(column.name, storage_type(column_arrow_type(column))))
+        fields.append(pa.field(column.name, column_arrow_type(column)))
     return pa.schema(fields)
 
 
@@ -93,7 +77,7 @@ def table_columns(schema: pa.Schema) -> list[str]:
 
 def _digest(values: Sequence[Any]) -> bytes:
     # repr is exact and stable for every typed value a replica holds (int, float, Decimal, str, bytes,
-    # date/time, timedelta, lists): equal rows give equal digests across batches and rewrites.
+    # date/time, lists): equal rows give equal digests across batches and rewrites.
     return hashlib.blake2b(repr(tuple(values)).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -136,7 +120,7 @@ def project_changes(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: 
         elif field.name == DIGEST:
             continue
         else:
-            arrays.append(_stored(typed[field.name]))
+            arrays.append(typed[field.name])
         names.append(field.name)
     table = pa.Table.from_arrays(arrays, names=names)
     if net.strategy == "image":
@@ -152,12 +136,9 @@ def typed_default(info: TableInfo, name: str, text: str | None, *, time_zone: st
     if column is None:
         return None
     try:
-        value = text_converter(column, time_zone=time_zone)(text, False)
+        return text_converter(column, time_zone=time_zone)(text, False)
     except (ValueError, ArithmeticError):
         return None  # a default only TiDB can evaluate (an expression): NULL here
-    if isinstance(value, dt.timedelta):
-        return value // dt.timedelta(microseconds=1)
-    return value
 
 
 def _cast(array: pa.ChunkedArray, kind: pa.DataType, where: str) -> pa.ChunkedArray:

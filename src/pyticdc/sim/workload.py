@@ -33,10 +33,10 @@ from pyticdc.model import (
     Value,
     Watermark,
 )
-from pyticdc.mysql import table_info_with_flags
+from pyticdc.mysql import handle_index_columns, table_info_with_flags
 from pyticdc.sim.values import random_value
 
-__all__ = ["TEMPLATES", "History", "TableTruth", "WorkloadConfig", "simulate"]
+__all__ = ["TEMPLATES", "History", "TableTruth", "WorkloadConfig", "handle_less", "simulate"]
 
 F = ColumnFlag
 #: TiDB's first auto-allocated table id in a fresh cluster is around 100.
@@ -179,6 +179,16 @@ def _templates(vector: bool) -> dict[str, Template]:
 
 #: The table shapes, by the name of their first instance.
 TEMPLATES: Final[dict[str, Template]] = _templates(vector=True)
+
+
+def handle_less(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The table shapes among ``names`` that have no handle key (neither a PK nor a NOT NULL unique key).
+
+    TiCDC replicates such tables only with ``force-replicate``, which it refuses together with
+    ``delete-only-output-handle-key-columns`` (a DELETE of such a table would carry no column at all).
+    """
+    return tuple(name for name in names if name in TEMPLATES and not handle_index_columns(
+        TEMPLATES[name].columns, TEMPLATES[name].indexes, TEMPLATES[name].pk_is_handle))
 
 
 @dataclass(frozen=True)

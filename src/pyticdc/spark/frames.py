@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from pyticdc.arrow.rows import decode_kafka_batches, event_arrow_schema, new_decoder, parse_table_info
-from pyticdc.arrow.types import project_rows, table_arrow_schema
+from pyticdc.arrow.types import TypeMapping, project_rows, table_arrow_schema
 from pyticdc.codec import canonical_protocol
 from pyticdc.errors import ConfigError
 from pyticdc.model import TableInfo
@@ -42,9 +42,9 @@ def event_schema() -> Any:
     return from_arrow_schema(event_arrow_schema())
 
 
-def typed_schema(table_info: TableInfo) -> Any:
-    """The Spark StructType of :func:`typed_rows` for ``table_info``."""
-    return from_arrow_schema(table_arrow_schema(table_info), prefer_timestamp_ntz=True)
+def typed_schema(table_info: TableInfo, types: Mapping[str, Any] | TypeMapping | None = None) -> Any:
+    """The Spark StructType of :func:`typed_rows` for ``table_info`` (``types``: the type-mapping options)."""
+    return from_arrow_schema(table_arrow_schema(table_info, TypeMapping.parse(types)), prefer_timestamp_ntz=True)
 
 
 def _decode_partition(batches: Iterator[pa.RecordBatch], protocol: str, options: dict[str, str],
@@ -98,21 +98,23 @@ def table_infos(events: DataFrame) -> dict[tuple[str, str], TableInfo]:
 
 
 def _project_partition(batches: Iterator[pa.RecordBatch], table_info: TableInfo, image: str,
-                       time_zone: str) -> Iterator[pa.RecordBatch]:
+                       time_zone: str, mapping: TypeMapping) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        yield project_rows(batch, table_info, image=image, time_zone=time_zone)
+        yield project_rows(batch, table_info, image=image, time_zone=time_zone, mapping=mapping)
 
 
 def typed_rows(
     events: DataFrame, table_info: TableInfo | None = None, *, schema: str | None = None, table: str | None = None,
-    image: str = "current", time_zone: str = "UTC",
+    image: str = "current", time_zone: str = "UTC", types: Mapping[str, Any] | TypeMapping | None = None,
 ) -> DataFrame:
     """Rows of one table with typed columns (see :mod:`pyticdc.arrow.types`).
 
     The table is ``table_info``'s, or ``schema``.``table`` with its latest TableInfo from the events.
     ``image``: ``current`` (post-image, a delete's pre-image), ``post`` or ``pre``. ``time_zone`` is the
-    changefeed ``time-zone`` in which TiCDC printed TIMESTAMP values.
+    changefeed ``time-zone`` in which TiCDC printed TIMESTAMP values. ``types``: the type-mapping options
+    (``{"tinyint1-as-boolean": "true", "time-as": "string"}``; default the replica's mapping).
     """
+    mapping = TypeMapping.parse(types)  # a bad option fails here, not in an executor
     if table_info is None:
         if not (schema and table):
             raise ConfigError("typed_rows needs table_info, or schema and table to look it up in the events")
@@ -124,5 +126,5 @@ def typed_rows(
                         & (F.col("table") == table_info.table))
     rows = rows.select("op", "commit_ts", "topic", "partition", "offset", "event_index", "handle_key_only",
                        "columns", "pre_columns", "base64_columns")
-    function = partial(_project_partition, table_info=table_info, image=image, time_zone=time_zone)
-    return rows.mapInArrow(function, typed_schema(table_info))
+    function = partial(_project_partition, table_info=table_info, image=image, time_zone=time_zone, mapping=mapping)
+    return rows.mapInArrow(function, typed_schema(table_info, mapping))

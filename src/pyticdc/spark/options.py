@@ -1,49 +1,10 @@
 """Options of the ``pyticdc`` Spark data source, parsed and checked without Spark (pure).
 
-``spark.read.format("pyticdc")`` / ``spark.readStream.format("pyticdc")`` take (names case-insensitive):
-
-Decoding
-    ``protocol``                  required: ``open-protocol`` | ``canal-json`` | ``craft`` | ``debezium`` |
-                                  ``simple`` (TiCDC's names)
-    any TiCDC codec option        e.g. ``enable-tidb-extension``, ``encoding-format``,
-                                  ``large-message-handle-option``, ``claim-check-storage-uri``, ``time-zone``:
-                                  passed to the decoder; an unknown name fails when the query is defined
-    ``output``                    ``events`` (default): one row per decoded event (see
-                                  :mod:`pyticdc.arrow.rows`); ``records``: the raw Kafka records with the Kafka
-                                  source's columns, for :func:`pyticdc.spark.frames.decode_kafka` or archiving
-    ``batchRows``                 rows per Arrow batch handed to Spark (default 8192)
-
-Kafka (read with confluent-kafka inside the executors; one Spark task per partition range)
-    ``kafka.bootstrap.servers``   required for Kafka; every other ``kafka.<name>`` option is passed to
-                                  librdkafka as ``<name>`` (``kafka.security.protocol``, ``kafka.sasl.*``)
-    ``subscribe``                 comma-separated topics; or ``subscribePattern`` (regex, full match);
-                                  or ``assign`` (JSON ``{"topic": [0, 1]}``): exactly one of the three
-    ``startingOffsets``           ``earliest`` | ``latest`` | JSON ``{"topic": {"0": 23, "1": -2}}`` (-2 earliest,
-                                  -1 latest); default ``earliest`` for batch, ``latest`` for streaming
-    ``endingOffsets``             batch only: ``latest`` (default) | JSON with -1 for latest; exclusive
-    ``failOnDataLoss``            ``true`` (default): fail when requested offsets were deleted; ``false``
-                                  reads what is left
-    ``maxOffsetsPerTrigger``      streaming: at most this many offsets per micro-batch (shared across
-                                  partitions in proportion to their backlog); default unlimited
-    ``minPartitions``             split partition ranges into at least this many tasks (stateless protocols
-                                  only: Simple keeps one task per partition so its schema cache sees every
-                                  message in order)
-    ``schemaLookback``            Simple: rows whose BOOTSTRAP/DDL is not in their range (a stream resumed or
-                                  started at ``latest``) make the task read up to this many earlier offsets of
-                                  the partition, newest first, to find their schema (default 100000; 0 = off:
-                                  such rows go to quarantine)
-    ``kafkaConsumer.pollTimeoutMs``  give up when a partition delivers nothing for this long (default 60000)
-    ``groupIdPrefix``             prefix of the throwaway consumer group id (default ``pyticdc``); nothing is
-                                  committed to it: Structured Streaming checkpoints the offsets
-
-Capture files (``pyticdc capture`` JSON Lines, Parquet with the Kafka columns, ``kcat -J``)
-    ``path``                      file, directory or glob; several comma-separated (or ``.load(path)``)
-    ``captureFormat``             ``auto`` (default) | ``jsonl`` | ``parquet`` | ``kcat``
-    ``maxPartitionBytes``         largest byte range one task reads (default 64 MiB); JSON Lines files
-                                  are split at line boundaries, Parquet by row groups; Simple files are
-                                  never split
-    ``minPartitions``             also applies: split files so at least this many tasks run (default: the
-                                  number of cores of the planning process)
+``spark.read.format("pyticdc")`` / ``spark.readStream.format("pyticdc")`` take the options of
+:data:`OPTIONS` (names case-insensitive), plus ``kafka.<name>`` (librdkafka settings) and any TiCDC codec
+option of the protocol (``enable-tidb-extension``, ``time-zone``...: passed to the decoder; an unknown
+name fails when the query is defined). ``python -m pyticdc.spark.options --markdown`` prints them as the
+tables of ``docs/spark.md`` (a test keeps the two equal).
 
 Streaming over capture files picks up new files in name order: name them so new ones sort last.
 """
@@ -59,14 +20,70 @@ from typing import Final
 from pyticdc.codec import canonical_protocol, codec_module
 from pyticdc.errors import ConfigError
 
-__all__ = ["SOURCE_OPTIONS", "SourceOptions", "is_stateful"]
+__all__ = ["OPTIONS", "SOURCE_OPTIONS", "SourceOption", "SourceOptions", "is_stateful", "options_markdown"]
+
+
+@dataclass(frozen=True)
+class SourceOption:
+    """One data-source option: its name as documented, default, where it applies and what it means."""
+
+    name: str
+    default: str
+    #: ``all``, ``kafka`` or ``files``.
+    applies: str
+    meaning: str
+
+
+#: Every data-source option that is not a codec option, in the order ``docs/spark.md`` lists them.
+OPTIONS: Final[tuple[SourceOption, ...]] = (
+    SourceOption("protocol", "(required)", "all",
+                 "`open-protocol`, `canal-json`, `craft`, `debezium` or `simple` (TiCDC's names; `_` for `-` too)"),
+    SourceOption("output", "`events`", "all",
+                 "`events`: one row per decoded event; `records`: the raw Kafka records with the columns of "
+                 "Spark's Kafka source (for `decode_kafka` or archiving)"),
+    SourceOption("batchRows", "`8192`", "all", "rows per Arrow batch handed to Spark"),
+    SourceOption("minPartitions", "Kafka: one task per partition range; files: the planning process' cores",
+                 "all", "split Kafka ranges and files into at least this many tasks; Simple (which learns schemas "
+                 "from earlier messages) keeps one task per Kafka partition range and per file, in order"),
+    SourceOption("kafka.bootstrap.servers", "(required for Kafka)", "kafka",
+                 "brokers; every other `kafka.<name>` is passed to librdkafka as `<name>` "
+                 "(`kafka.security.protocol`, `kafka.sasl.*`)"),
+    SourceOption("subscribe", "", "kafka",
+                 "comma-separated topics; exactly one of `subscribe`, `subscribePattern`, `assign`"),
+    SourceOption("subscribePattern", "", "kafka", "a regular expression topics match in full"),
+    SourceOption("assign", "", "kafka", "JSON `{\"topic\": [0, 1]}`: these partitions only"),
+    SourceOption("startingOffsets", "batch `earliest`, streaming `latest`", "kafka",
+                 "`earliest`, `latest` or JSON `{\"topic\": {\"0\": 23, \"1\": -2}}` (-2 earliest, -1 latest); "
+                 "a streaming query uses it only without checkpoint"),
+    SourceOption("endingOffsets", "`latest`", "kafka",
+                 "batch only: `latest` or JSON with -1 for latest; exclusive"),
+    SourceOption("failOnDataLoss", "`true`", "kafka",
+                 "fail when requested offsets were deleted by retention; `false` reads what is left"),
+    SourceOption("maxOffsetsPerTrigger", "unlimited", "kafka",
+                 "streaming: at most this many offsets per micro-batch, shared across partitions in proportion "
+                 "to their backlog"),
+    SourceOption("schemaLookback", "`100000`", "kafka",
+                 "Simple: rows whose BOOTSTRAP or DDL is not in their range (a stream resumed or started at "
+                 "`latest`) make the task read up to this many earlier offsets of the partition, newest first; "
+                 "0 = off: such rows become `error` rows"),
+    SourceOption("kafkaConsumer.pollTimeoutMs", "`60000`", "kafka",
+                 "give up when a partition delivers nothing for this long"),
+    SourceOption("groupIdPrefix", "`pyticdc`", "kafka",
+                 "prefix of the throwaway consumer group id; nothing is committed to it (Spark checkpoints "
+                 "the offsets)"),
+    SourceOption("path", "(required for files)", "files",
+                 "capture file, directory or glob; several comma-separated; `.load(path)` sets it too"),
+    SourceOption("captureFormat", "`auto`", "files",
+                 "`auto`, `jsonl` (`pyticdc capture`), `parquet` (Spark's Kafka columns) or `kcat` (`kcat -J`)"),
+    SourceOption("maxPartitionBytes", "`67108864` (64 MiB)", "files",
+                 "largest byte range one task reads: JSON Lines split at line boundaries, Parquet by row "
+                 "groups; Simple files are never split"),
+)
+_APPLIES: Final = {"all": "Kafka and files", "kafka": "Kafka", "files": "capture files"}
 
 #: Data-source options that are not codec options (lower case; ``kafka.*`` is a prefix).
-SOURCE_OPTIONS: Final = frozenset({
-    "protocol", "output", "batchrows", "path", "paths", "captureformat", "maxpartitionbytes", "minpartitions",
-    "subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets", "failondataloss",
-    "maxoffsetspertrigger", "kafkaconsumer.polltimeoutms", "groupidprefix", "schemalookback",
-})
+SOURCE_OPTIONS: Final = frozenset(
+    {o.name.lower() for o in OPTIONS if not o.name.startswith("kafka.")} | {"paths"})
 #: Options Spark itself adds to every source; ignored.
 _SPARK_OWN: Final = frozenset({"__path__", "inferschema"})
 OUTPUTS: Final = ("events", "records")
@@ -188,3 +205,28 @@ class SourceOptions:
             paths=paths, capture_format=fmt,
             max_partition_bytes=_int(lowered, "maxPartitionBytes", 64 << 20) or 64 << 20,
         )
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def options_markdown() -> str:
+    """The data-source and type-mapping options as the Markdown tables of ``docs/spark.md``."""
+    from pyticdc.arrow.types import TYPE_OPTIONS
+
+    lines = ["| option | default | applies to | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{o.name}` | {_cell(o.default)} | {_APPLIES[o.applies]} | {_cell(o.meaning)} |" for o in OPTIONS]
+    lines += ["", "| type-mapping option | default | values | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{name}` | `{default}` | {', '.join(f'`{c}`' for c in choices)} | {_cell(meaning)} |"
+              for name, default, choices, meaning in TYPE_OPTIONS]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--markdown"]:
+        print("usage: python -m pyticdc.spark.options --markdown", file=sys.stderr)
+        raise SystemExit(2)
+    sys.stdout.write(options_markdown())

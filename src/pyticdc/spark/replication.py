@@ -19,8 +19,11 @@ de-duplication, ordering and DDL barriers, and the Delta applier. The consumer's
 merge of every partition, so they run where the batch meets (the driver, like Delta's own MERGE
 planning); Spark adds the parallel reads, the offsets and the triggers, not rules.
 
-Where the cluster has the JVM Kafka connector, :func:`replication_sink` is the ``foreachBatch`` function
-for ``spark.readStream.format("kafka")`` output as well (same columns).
+Kafka records are read by the ``pyticdc`` data source (confluent-kafka in the Python workers, no jars) or,
+with ``reader="kafka"``, by Spark's own Kafka source ``format("kafka")`` (spark-sql-kafka-0-10 on the
+classpath: ``python3 run.py`` provisions it, see :func:`pyticdc.spark.session.provisioned_jars`). Either way
+:func:`replication_sink` is also the ``foreachBatch`` function of a user's own
+``spark.readStream.format("kafka")`` query (same columns).
 
 Exactly once: each batch commits its tables, then the progress (consumer state included) in
 ``<warehouse>/_pyticdc/progress``; a batch re-run after a crash re-applies nothing a table already holds
@@ -46,12 +49,22 @@ from pyticdc.replica.applier import Hook
 from pyticdc.replica.pipeline import BatchReport, Replicator
 from pyticdc.replica.store import APP_ID
 
-__all__ = ["ReplicationSource", "SparkReplication", "capture_partitions", "read_records", "replication_sink"]
+__all__ = ["READERS", "ReplicationSource", "SparkReplication", "capture_partitions", "read_records",
+           "replication_sink"]
 
 TopicPartition = tuple[str, int]
 #: Records per batch when nothing else is said: bounds the driver's memory (a batch is held to interleave
 #: its partitions) while keeping per-batch costs (Spark job, Delta commits) small next to the work.
 DEFAULT_BATCH_RECORDS = 200_000
+#: Apply engines: ``driver`` (the reference: records decoded and applied by the driver), ``distributed``
+#: (decode, de-dup, net change and MERGE in the executors: :mod:`pyticdc.spark.apply`), ``auto``.
+ENGINES = ("driver", "distributed", "auto")
+_RECORDS_DDL = "key binary, value binary, topic string, partition int, offset bigint"
+#: What reads Kafka: the ``pyticdc`` data source (confluent-kafka) or Spark's JVM ``format("kafka")``.
+READERS = ("pyticdc", "kafka")
+#: librdkafka settings Spark's Kafka source refuses (it manages offsets and deserialisation itself).
+JVM_REFUSED = frozenset({"auto.offset.reset", "enable.auto.commit", "key.deserializer", "value.deserializer",
+                         "interceptor.classes"})
 
 
 @dataclass(frozen=True)
@@ -71,17 +84,22 @@ class ReplicationSource:
     capture_format: str = "auto"
     #: Extra ``pyticdc`` data source options (``failOnDataLoss``, ``kafkaConsumer.pollTimeoutMs``...).
     reader_options: Mapping[str, str] = field(default_factory=dict)
+    #: What reads Kafka (:data:`READERS`): ``"pyticdc"`` or Spark's ``format("kafka")``; capture files: pyticdc.
+    reader: str = "pyticdc"
 
     @classmethod
     def kafka_topics(cls, protocol: str, options: Mapping[str, Any] | None, kafka: Mapping[str, str], *,
-                     topics: str | None = None, pattern: str | None = None) -> ReplicationSource:
-        """Kafka topics (``topics`` comma-separated, or a ``pattern``)."""
+                     topics: str | None = None, pattern: str | None = None,
+                     reader: str = "pyticdc") -> ReplicationSource:
+        """Kafka topics (``topics`` comma-separated, or a ``pattern``), read by ``reader`` (:data:`READERS`)."""
         if not kafka.get("bootstrap.servers"):
             raise ConfigError("Kafka needs bootstrap.servers")
         if (topics is None) == (pattern is None):
             raise ConfigError("give exactly one of topics and pattern")
+        if reader not in READERS:
+            raise ConfigError(f"unknown Kafka reader {reader!r}; valid: {', '.join(READERS)}")
         return cls(protocol=canonical_protocol(protocol), options=_text_options(options), kafka=dict(kafka),
-                   topics=topics, pattern=pattern)
+                   topics=topics, pattern=pattern, reader=reader)
 
     @classmethod
     def capture(cls, protocol: str, options: Mapping[str, Any] | None, paths: str | Path | Sequence[str | Path], *,
@@ -95,6 +113,22 @@ class ReplicationSource:
     def is_kafka(self) -> bool:
         """Whether the records come from Kafka."""
         return bool(self.kafka)
+
+    @property
+    def uses_jvm_kafka(self) -> bool:
+        """Whether Spark's own ``format("kafka")`` reads the records."""
+        return self.is_kafka and self.reader == "kafka"
+
+    def jvm_options(self) -> dict[str, str]:
+        """Options of Spark's ``format("kafka")`` reading the same topics (Kafka client settings as ``kafka.*``)."""
+        options = {f"kafka.{k}": str(v) for k, v in self.kafka.items() if k not in JVM_REFUSED}
+        options.update({k: str(v) for k, v in self.reader_options.items()})
+        if self.topics:
+            options["subscribe"] = self.topics
+        else:
+            assert self.pattern is not None
+            options["subscribePattern"] = self.pattern
+        return options
 
     def spark_options(self) -> dict[str, str]:
         """Options of the ``pyticdc`` data source reading the raw records."""
@@ -114,8 +148,8 @@ class ReplicationSource:
 
     def describe(self) -> dict[str, Any]:
         """What the progress records about the source."""
-        where = ({"kafka": self.kafka.get("bootstrap.servers"), "topics": self.topics or self.pattern}
-                 if self.is_kafka else {"files": self.paths})
+        where = ({"kafka": self.kafka.get("bootstrap.servers"), "topics": self.topics or self.pattern,
+                  "reader": self.reader} if self.is_kafka else {"files": self.paths})
         return {"protocol": self.protocol, **where}
 
     def kafka_partitions(self) -> list[TopicPartition]:
@@ -257,10 +291,20 @@ class SparkReplication:
         self, spark: Any, source: ReplicationSource, warehouse: str | Path, *, tables: Sequence[str] | None = None,
         time_zone: str | None = None, batch_records: int = DEFAULT_BATCH_RECORDS, hook: Hook | None = None,
         on_batch: Callable[[BatchReport], None] | None = None, app_id: str = APP_ID,
-        partitions: Mapping[str, int] | None = None,
+        partitions: Mapping[str, int] | None = None, engine: str = "driver",
     ) -> None:
         if batch_records < 1:
             raise ConfigError("batch_records must be >= 1")
+        if engine not in ENGINES:
+            raise ConfigError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+        if source.uses_jvm_kafka:
+            from pyticdc.spark.session import has_kafka_source
+
+            if not has_kafka_source(spark):
+                raise ConfigError(
+                    'reader "kafka" needs Spark\'s Kafka source (spark-sql-kafka-0-10) on the classpath: python3 '
+                    "run.py provisions it in .jars/spark, or set spark.jars.packages="
+                    f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version}")
         self.spark = spark
         self.source = source
         self.warehouse = Path(warehouse)
@@ -271,7 +315,12 @@ class SparkReplication:
         self.on_batch = on_batch
         self.app_id = app_id
         self._partitions = dict(partitions) if partitions else None
-        self._replicator: Replicator | None = None
+        from pyticdc.spark.apply import supports
+
+        #: ``driver`` (records to the driver, the reference) or ``distributed`` (executors; ``auto`` picks it
+        #: for every protocol it supports).
+        self.engine = ("distributed" if supports(source.protocol) else "driver") if engine == "auto" else engine
+        self._replicator: Any = None
         #: Reports of the batches this job committed.
         self.reports: list[BatchReport] = []
 
@@ -288,8 +337,15 @@ class SparkReplication:
                 raise ConfigError(f"no records to replicate in {self.source.describe()}")
         return dict(self._partitions)
 
-    def replicator(self) -> Replicator:
+    def replicator(self) -> Any:
         """The pipeline of this job (a new one, resumed from the committed progress, after a failure)."""
+        if (self._replicator is None or self._replicator.broken) and self.engine == "distributed":
+            from pyticdc.spark.apply import DistributedReplicator
+
+            self._replicator = DistributedReplicator(
+                self.spark, self.warehouse, self.source.protocol, self.source.options, partitions=self.partitions(),
+                tables=self.tables, time_zone=self.time_zone, hook=self.hook, app_id=self.app_id,
+                source=self.source.describe())
         if self._replicator is None or self._replicator.broken:
             self._replicator = Replicator(
                 self.warehouse, self.source.protocol, self.source.options, partitions=self.partitions(),
@@ -297,14 +353,25 @@ class SparkReplication:
                 source=self.source.describe())
         return self._replicator
 
+    def _options(self) -> tuple[str, dict[str, str]]:
+        if self.source.uses_jvm_kafka:
+            return "kafka", self.source.jvm_options()
+        return "pyticdc", self.source.spark_options()
+
     def _reader(self, **extra: str) -> Any:
-        reader = self.spark.read.format("pyticdc")
-        for name, value in {**self.source.spark_options(), **extra}.items():
-            reader = reader.option(name, value)
+        name, options = self._options()
+        reader = self.spark.read.format(name)
+        for key, value in {**options, **extra}.items():
+            reader = reader.option(key, value)
         return reader.load()
 
-    def _process(self, records: Iterable[KafkaRecord]) -> BatchReport:
-        report = self.replicator().process(records)
+    def _process(self, records: Iterable[KafkaRecord] | Any) -> BatchReport:
+        # A DataFrame for the distributed engine (the records stay in the executors), records for the driver's.
+        if self.engine == "distributed" and not hasattr(records, "mapInArrow"):
+            records = self.spark.createDataFrame([], _RECORDS_DDL)
+        elif self.engine == "driver" and hasattr(records, "mapInArrow"):
+            records = read_records(records)
+        report: BatchReport = self.replicator().process(records)
         self.reports.append(report)
         if self.on_batch is not None:
             self.on_batch(report)
@@ -339,12 +406,15 @@ class SparkReplication:
             # A partition never read starts at its earliest offset (retention may have deleted offset 0).
             first = {tp: (EARLIEST if offset == 0 else offset) for tp, offset in start.items()}
             df = self._reader(startingOffsets=_json(first), endingOffsets=_json(stop))
-            yield self._process(read_records(df))
+            yield self._process(df)
             processed = True
 
     def _run_capture(self) -> Iterator[BatchReport]:
         from pyspark.sql import functions as F
 
+        if self.engine == "distributed":
+            yield from self._run_capture_distributed(self._reader())
+            return
         replicator = self.replicator()
         df = self._reader()
         # Records a committed batch consumed are skipped by the consumer anyway; filtering them in Spark
@@ -364,6 +434,36 @@ class SparkReplication:
         if not processed:
             yield self._process(())
 
+    def _run_capture_distributed(self, df: Any) -> Iterator[BatchReport]:
+        from pyspark.sql import functions as F
+
+        # Batches are offset ranges per partition (about batch_records records each), read from the files by
+        # the executors; the driver only learns each partition's last offset. Lines that are no record
+        # (partition -1) go with the first batch.
+        ends = {(r["topic"], r["partition"]): r["last"] for r in
+                df.where(F.col("partition") >= 0).groupBy("topic", "partition")
+                .agg(F.max("offset").alias("last")).collect()}
+        if self._partitions is None:
+            # The same scan gives the partition counts: no second pass over the files on the driver.
+            self._partitions = _counts(ends)
+            if not self._partitions:
+                raise ConfigError(f"no records to replicate in {self.source.describe()}")
+        share = max(1, self.batch_records // max(1, len(ends)))
+        first = True
+        while True:
+            start = self.replicator().next_offsets()
+            todo = {tp: (start.get(tp, 0), last) for tp, last in ends.items() if start.get(tp, 0) <= last}
+            if not todo and not first:
+                return
+            condition = F.col("partition") < 0 if first else F.lit(False)
+            for (topic, partition), (begin, _last) in todo.items():
+                condition = condition | ((F.col("topic") == topic) & (F.col("partition") == partition)
+                                         & (F.col("offset") >= begin) & (F.col("offset") < begin + share))
+            first = False
+            yield self._process(df.where(condition))
+            if not todo:
+                return
+
     # ------------------------------------------------------------------ streaming
     def foreach_batch(self, batch_df: Any, batch_id: int) -> None:
         """The ``foreachBatch`` function: one micro-batch of raw records → one committed replica batch."""
@@ -371,7 +471,7 @@ class SparkReplication:
         if self.source.is_kafka:
             # Topics may have gained partitions since the query started.
             self.replicator().extend_partitions(_counts(self.source.kafka_partitions()))
-        self._process(read_records(batch_df))
+        self._process(batch_df)
 
     def start_stream(self, *, trigger_seconds: float = 5.0, checkpoint: str | Path | None = None,
                      available_now: bool = False) -> Any:
@@ -379,8 +479,8 @@ class SparkReplication:
 
         ``available_now``: process what is there now in micro-batches, then stop.
         """
-        reader = self.spark.readStream.format("pyticdc")
-        options = self.source.spark_options()
+        name, options = self._options()
+        reader = self.spark.readStream.format(name)
         if self.source.is_kafka:
             from pyticdc.io.kafka import EARLIEST
 
@@ -388,8 +488,8 @@ class SparkReplication:
             offsets = self.replicator().next_offsets()
             options["startingOffsets"] = _json({tp: EARLIEST if o == 0 else o for tp, o in offsets.items()})
             options["maxOffsetsPerTrigger"] = str(self.batch_records)
-        for name, value in options.items():
-            reader = reader.option(name, value)
+        for key, value in options.items():
+            reader = reader.option(key, value)
         location = Path(checkpoint) if checkpoint is not None else self.warehouse / "_pyticdc" / "checkpoint"
         writer = (reader.load().writeStream.foreachBatch(self.foreach_batch)
                   .option("checkpointLocation", str(location)).queryName(f"pyticdc-replicate-{self.app_id}"))

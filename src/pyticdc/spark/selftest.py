@@ -93,9 +93,12 @@ class SparkOracleReport:
 def check_history_on_spark(
     spark: Any, history: Any, protocol: str, options: Mapping[str, Any] | None = None, *, plan: Any = None,
     seed: int = 0, partitions: int = 3, rules: Sequence[Mapping[str, Any]] = (), workdir: str | Path | None = None,
-    batches: int = 8, crash_plan: CrashPlan | None = None,
+    batches: int = 8, crash_plan: CrashPlan | None = None, engine: str = "driver",
 ) -> SparkOracleReport:
-    """Produce with faults, replicate on Spark with crashes and compare; OracleMismatch on a difference."""
+    """Produce with faults, replicate on Spark with crashes and compare; OracleMismatch on a difference.
+
+    ``engine``: the apply engine of :class:`~pyticdc.spark.replication.SparkReplication`.
+    """
     from pyticdc.codec import make_encoder
     from pyticdc.io.capture import write_capture
     from pyticdc.replica.check import compare_replica, unsettled_tables
@@ -148,7 +151,7 @@ def check_history_on_spark(
         final = None
         while True:
             job = SparkReplication(spark, source, warehouse, batch_records=size, hook=crash_plan.hook,
-                                   on_batch=on_batch, partitions=counts)
+                                   on_batch=on_batch, partitions=counts, engine=engine)
             try:
                 reports = job.run()
             except SimulatedCrash:

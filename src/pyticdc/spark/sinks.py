@@ -30,7 +30,7 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyticdc.arrow.rows import EVENT_COLUMNS, event_arrow_schema
+from pyticdc.arrow.rows import EVENT_COLUMNS, QUARANTINE_COLUMNS, event_arrow_schema, quarantine_arrow_schema
 
 __all__ = [
     "CHANGELOG_COLUMNS",
@@ -51,17 +51,6 @@ CHANGELOG_COLUMNS: Final = (
     "handle_key_only", "table_info",
 )
 _TYPES: Final = dict(EVENT_COLUMNS)
-#: Columns of the quarantine table.
-QUARANTINE_COLUMNS: Final[tuple[tuple[str, pa.DataType], ...]] = (
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("kafka_timestamp", pa.timestamp("us", tz="UTC")),
-    ("protocol", pa.string()),
-    ("reason", pa.string()),
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-)
 DEFAULT_PARTITION_BY: Final = ("schema", "table")
 
 
@@ -71,8 +60,8 @@ def changelog_schema() -> pa.Schema:
 
 
 def quarantine_schema() -> pa.Schema:
-    """Arrow schema of the quarantine table."""
-    return pa.schema([pa.field(name, kind) for name, kind in QUARANTINE_COLUMNS])
+    """Arrow schema of the quarantine table (the replica's ``_pyticdc/quarantine`` has the same)."""
+    return quarantine_arrow_schema()
 
 
 def changelog_rows(events: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table:
@@ -87,7 +76,7 @@ def quarantine_rows(events: pa.RecordBatch | pa.Table, protocol: str) -> pa.Tabl
     count = errors.num_rows
     return pa.Table.from_arrays([
         errors.column("topic"), errors.column("partition"), errors.column("offset"),
-        errors.column("kafka_timestamp"), pa.array([protocol] * count, pa.string()), errors.column("error"),
+        errors.column("kafka_timestamp"), pa.array([protocol] * count, pa.string()), errors.column("reason"),
         errors.column("raw_key"), errors.column("raw_value"),
     ], schema=quarantine_schema())
 

@@ -17,7 +17,8 @@ streaming mode the offsets are Spark's Kafka JSON (``{"topic": {"0": 42}}``) and
 checkpoints them, so a restarted query resumes where it stopped. Each task decodes its records in offset
 order with one decoder per Kafka partition; undecodable records come out as ``kind = 'error'`` rows. A
 capture line that is not a record at all also becomes an ``error`` row: topic ``file:<path>``, partition
--1, offset = the line's byte position, ``raw_value`` = the line.
+-1, offset = the line's byte position, ``raw_value`` = the line; with ``output=records`` it is a record of
+that topic, partition and offset whose value is the line (the replica pipeline quarantines it).
 
 The source is registered per session (``pyticdc.spark.register(spark)``; ``spark_session()`` does it):
 Spark's automatic discovery only looks at top-level ``pyspark_*`` modules.
@@ -123,11 +124,13 @@ def read_partition(options: SourceOptions, partition: InputPartition) -> Iterato
             options.client_config, partition.offset_range, poll_timeout=options.poll_timeout_ms / 1000,
             fail_on_data_loss=options.fail_on_data_loss)
     elif isinstance(partition, CapturePartition):
-        records = read_split(partition.split, lenient=options.output == "events")
+        # A malformed line never fails the task: it is an error row (events) or a partition -1 record (records).
+        records = read_split(partition.split, lenient=True)
     else:
         raise TypeError(f"unexpected input partition {partition!r}")
     if options.output == "records":
-        yield from _record_batches(records, options.batch_rows)
+        yield from _record_batches((_bad_line_record(r) if isinstance(r, BadLine) else r for r in records),
+                                   options.batch_rows)
         return
     lookback = None
     if isinstance(partition, KafkaPartition) and options.stateful and options.schema_lookback:

@@ -5,7 +5,10 @@ A *changelog table* has the decoded-event columns of :mod:`pyticdc.arrow.rows` (
 ``table_info`` JSON, ``ddl_query``, ...): what ``spark.read.format("pyticdc")`` or ``pyticdc decode``
 produce, so a decoded topic can be re-encoded, in another protocol or with other routing. Only
 ``kind``, ``commit_ts`` and, per kind, ``op``/``schema``/``table``/``columns``/``pre_columns``/
-``table_info`` (rows) or ``ddl_query``/``ddl_type`` (DDL) are required; location columns are ignored.
+``table_info`` (rows) or ``ddl_query``/``ddl_type_code`` (DDL; ``ddl_type`` as a name or, in tables written
+before it was a name, a code) are required; location columns are ignored. Quarantine rows (no ``kind``, a
+``reason``) carry no change and are skipped. ``pyticdc decode``'s event-JSON objects (typed JSON values,
+``table_columns``) are read by :class:`pyticdc.io.eventjson.EventJsonReader` instead.
 
 Pure part (no Spark): :func:`event_from_row` turns one table row back into a model event (values typed by
 the row's ``table_info``), :func:`order_changelog` puts events in commit order once each (a decoded
@@ -37,6 +40,7 @@ import msgspec
 from pyticdc.codec.jsontext import float32_round
 from pyticdc.consumer import OP_RANK, change_identity
 from pyticdc.errors import ChangelogError, ConfigError
+from pyticdc.io.eventjson import EventJsonReader, ddl_type_code
 from pyticdc.model import (
     ColumnInfo,
     DDLEvent,
@@ -61,6 +65,7 @@ __all__ = [
     "encode_changelog",
     "event_from_row",
     "events_from_rows",
+    "is_event_json",
     "order_changelog",
     "row_targets",
     "target_records",
@@ -141,7 +146,7 @@ def _image(raw: Any, info: TableInfo | None, base64_names: frozenset[str], where
 
 def event_from_row(row: Mapping[str, Any], where: str = "changelog row") -> Event | None:
     """The model event of one changelog row; None for kinds that carry no change (``bootstrap``, ``error``)."""
-    kind = row.get("kind") or "row"
+    kind = row.get("kind") or ("error" if _quarantined(row) else "row")
     if kind == "row":
         info = _table_info(row.get("table_info"), where)
         op_text = row.get("op")
@@ -171,7 +176,7 @@ def event_from_row(row: Mapping[str, Any], where: str = "changelog row") -> Even
         if not query:
             raise ChangelogError(f"{where}: a DDL needs ddl_query")
         return DDLEvent(
-            query=query, ddl_type=int(row.get("ddl_type") or 0),
+            query=query, ddl_type=ddl_type_code(row),
             commit_ts=_int(row.get("commit_ts"), "commit_ts", where),
             schema=row.get("schema") or "", table=row.get("table") or "",
             table_info=_table_info(row.get("table_info"), where),
@@ -184,10 +189,23 @@ def event_from_row(row: Mapping[str, Any], where: str = "changelog row") -> Even
     raise ChangelogError(f"{where}: unknown kind {kind!r} (row, ddl, watermark, bootstrap, error)")
 
 
+def _quarantined(row: Mapping[str, Any]) -> bool:
+    # A quarantine table's row (no kind, no op, a reason): a record that did not decode, nothing to replay.
+    return not row.get("op") and row.get("reason") is not None
+
+
+def is_event_json(row: Mapping[str, Any]) -> bool:
+    """Whether ``row`` is an event-JSON object (``pyticdc decode``'s output) rather than a changelog-table row."""
+    return "source_protocol" in row or "table_columns" in row
+
+
 def events_from_rows(rows: Iterable[Mapping[str, Any]]) -> Iterator[Event]:
-    """The events of changelog rows, in row order (see :func:`event_from_row`)."""
+    """The events of changelog rows, in row order: Spark changelog/decoded-event rows (:func:`event_from_row`),
+    quarantine rows (skipped) or ``pyticdc decode``'s event-JSON objects (:class:`EventJsonReader`)."""
+    reader = EventJsonReader()
     for index, row in enumerate(rows):
-        event = event_from_row(row, f"changelog row {index}")
+        where = f"changelog row {index}"
+        event = reader.event(row, where) if is_event_json(row) else event_from_row(row, where)
         if event is not None:
             yield event
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import orjson
 
+from pyticdc.errors import ConfigError
 from pyticdc.vectors.generic import check_encode
 
-__all__ = ["CaseResult", "adapter_name", "check_file", "check_paths"]
+__all__ = ["CaseResult", "adapter_name", "check_file", "check_paths", "load_vector_file", "vector_files"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,43 @@ def _run_case(adapter: Any, meta: dict[str, Any], case: dict[str, Any], base: Pa
     return check_encode(adapter.PROTOCOL, case)
 
 
-def check_file(path: Path) -> list[CaseResult]:
-    """Run every case of one vector file."""
-    meta = orjson.loads(path.read_bytes())
+def load_vector_file(path: Path) -> dict[str, Any]:
+    """A vector file's JSON, checked to be one: ConfigError naming the file and why it is not."""
+    try:
+        meta = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not a vector file (not one JSON document: {exc})") from None
+    cases = meta.get("cases") if isinstance(meta, dict) else None
+    if not isinstance(cases, list) or not cases or not all(isinstance(c, dict) for c in cases):
+        raise ConfigError(f'{path}: not a vector file (a JSON object with a non-empty "cases" list of objects)')
+    try:
+        adapter_name(meta)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return dict(meta)
+
+
+def vector_files(paths: Iterable[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """Every vector file under ``paths`` (files, or directories of ``*.json``), loaded and checked before any case
+    runs; ConfigError for a path that is not a vector file or a directory without one."""
+    found: list[tuple[Path, dict[str, Any]]] = []
+    for path in paths:
+        if not path.is_dir():
+            found.append((path, load_vector_file(path)))
+            continue
+        files = [f for f in sorted(path.glob("*.json")) if not f.name.endswith("schema.message.json")]
+        if not files:
+            raise ConfigError(f"{path}: no vector files (*.json) in this directory")
+        found.extend((file, load_vector_file(file)) for file in files)
+    return found
+
+
+def check_file(path: Path, meta: dict[str, Any] | None = None) -> list[CaseResult]:
+    """Run every case of one vector file (``meta``: its JSON, when already loaded)."""
+    if meta is None:
+        meta = load_vector_file(path)
     cases = meta.get("cases", [])
     name = adapter_name(meta)
     try:
@@ -85,12 +120,10 @@ def check_file(path: Path) -> list[CaseResult]:
 
 
 def check_paths(paths: Iterable[Path]) -> list[CaseResult]:
-    """Run every case of every vector file under ``paths`` (files or directories)."""
+    """Run every case of every vector file under ``paths`` (files or directories; the Simple Avro schema file
+    ``*schema.message.json`` beside them is not a case file); ConfigError, before any case runs, for a path that
+    is not a vector file."""
     results: list[CaseResult] = []
-    for path in paths:
-        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
-        for file in files:
-            if file.name.endswith("schema.message.json"):
-                continue  # the Simple Avro schema, not a case file
-            results.extend(check_file(file))
+    for file, meta in vector_files(paths):
+        results.extend(check_file(file, meta))
     return results

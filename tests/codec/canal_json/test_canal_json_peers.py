@@ -163,7 +163,9 @@ def test_every_canal_file_is_covered(peers_dir: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(RECORDS))
 def test_every_record_decodes(peers_dir: Path, name: str) -> None:
-    per_record = decode_file(peers_dir / name)
+    # Flink's encoder names no table: the user names it (default-table), else each record is an error.
+    flink_encoder = name == "flink/CanalJsonSerDeSchemaTest.serialized.jsonl"
+    per_record = decode_file(peers_dir / name, cj.Decoder(default_table="peers.t") if flink_encoder else None)
     assert len(per_record) == RECORDS[name]
     for events in per_record:
         assert events  # every record is a row message or a DDL
@@ -269,7 +271,11 @@ def test_flink_encoder_output(peers_dir: Path) -> None:
     # Flink's own canal-json encoder: no mysqlType/database/table/es/id, typed JSON values. It
     # writes -U as DELETE and +U as INSERT, so the records are the changelog above in order.
     path = peers_dir / "flink/CanalJsonSerDeSchemaTest.serialized.jsonl"
-    per_record = decode_file(path)
+    for record in records(path):
+        with pytest.raises(DecodeError, match="names no table") as caught:
+            cj.Decoder().decode(record)  # a row of table "" would be a guess
+        assert caught.value.at == "$.table"
+    per_record = decode_file(path, cj.Decoder(default_table="inventory.products"))
     assert all(len(events) == 1 for events in per_record)
     events = flat(per_record)
     kinds = {"+I": Op.INSERT, "+U": Op.INSERT, "-U": Op.DELETE, "-D": Op.DELETE}
@@ -278,8 +284,8 @@ def test_flink_encoder_output(peers_dir: Path) -> None:
     assert [(im["id"], im["name"].decode(), None if im["description"] is None else im["description"].decode(),
              im["weight"]) for im in images if im] == [r[1:] for r in FLINK_CHANGELOG]  # JSON doubles: exact
     for event in events:
-        assert (event.schema, event.table, event.commit_ts) == ("", "", 0)
-        assert event.table_info is not None
+        assert (event.schema, event.table, event.commit_ts) == ("inventory", "products", 0)
+        assert event.table_info is not None and event.table_info.table == "products"
         types = {c.name: c.type_code for c in event.table_info.columns}
         # Typed from the JSON values: integer → BIGINT, number → DOUBLE, string → VARCHAR (also
         # for a description that is null throughout its message).

@@ -80,15 +80,15 @@ def _records(path: Path) -> list[tuple[str, bytes]]:
     return records
 
 
-def _decode_file(peers: Path, name: str) -> list[tuple[Any, list[Event]]]:
+def _decode_file(peers: Path, name: str, **options: Any) -> list[tuple[Any, list[Event]]]:
     """(parsed document, decoded events) per record, through one Decoder as a consumer would."""
-    decoder = Decoder()
+    decoder = Decoder(options)
     return [(json.loads(raw), decoder.decode(raw)) for _, raw in _records(peers / name)]
 
 
-def _rows(peers: Path, name: str) -> list[RowChange]:
+def _rows(peers: Path, name: str, **options: Any) -> list[RowChange]:
     rows = []
-    for _, events in _decode_file(peers, name):
+    for _, events in _decode_file(peers, name, **options):
         assert len(events) == 1 and isinstance(events[0], RowChange)
         rows.append(events[0])
     return rows
@@ -112,15 +112,24 @@ def test_every_message_decodes_into_its_rows(peers_dir: Path) -> None:
         if path.name == "serde-unwrapped.json":
             continue  # not an envelope: test_unwrapped_row_decodes_as_an_upsert
         for label, raw in _records(path):
-            events = debezium.decode(raw)
+            envelope = _envelope_of(json.loads(raw))
+            source = envelope.get("source") or {}
+            if source.get("table"):
+                events = debezium.decode(raw)
+                named = (source.get("db", ""), source["table"])
+            else:
+                # Flink's encoder and the stripped Flink CDC fixtures name no table: only the user can.
+                with pytest.raises(DecodeError, match="default-table"):
+                    debezium.decode(raw)
+                events = debezium.decode(raw, default_table="peers.products")
+                named = ("peers", "products")
             assert len(events) == 1, label
             row = events[0]
             assert isinstance(row, RowChange), label
-            envelope = _envelope_of(json.loads(raw))
+            assert (row.schema, row.table) == named, label
+            assert row.table_info is not None and row.table_info.table == row.table, label
             op = {"c": Op.INSERT, "r": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}[envelope["op"]]
             assert row.op is op, label
-            source = envelope.get("source") or {}
-            assert (row.schema, row.table) == (source.get("db", ""), source.get("table", "")), label
             # No producer here is TiCDC: the commit ts is the source clock as a TSO.
             assert row.commit_ts == source.get("ts_ms", 0) << 18, label
             # Every column of both images comes back, NULL as None.
@@ -213,12 +222,16 @@ def test_flink_include_and_exclude_decode_to_the_same_values(peers_dir: Path) ->
 
 
 def test_flink_debezium_json_encoder_output(peers_dir: Path) -> None:
-    rows = _rows(peers_dir, "flink/DebeziumJsonSerDeSchemaTest.serialized.jsonl")
+    name = "flink/DebeziumJsonSerDeSchemaTest.serialized.jsonl"
+    for _, raw in _records(peers_dir / name):
+        with pytest.raises(DecodeError, match="names no table"):
+            debezium.decode(raw)  # no source: which table is the user's to say
+    rows = _rows(peers_dir, name, default_table="inventory.products")
     assert len(rows) == 20
     # Flink's encoder writes +I/+U as "c" (after only) and -U/-D as "d" (before only), no source.
     expected = [("+I" if kind in ("+I", "+U") else "-D", row) for kind, row in PRODUCTS_CHANGELOG]
     assert list(_changelog(rows)) == _expected(expected)
-    assert all((r.schema, r.table, r.commit_ts) == ("", "", 0) for r in rows)
+    assert all((r.schema, r.table, r.commit_ts) == ("inventory", "products", 0) for r in rows)
     # Its weights are the FLOAT values' shortest text, so they equal the literals exactly.
     first = rows[0].columns
     assert first is not None and first["weight"] == 3.14
@@ -292,7 +305,9 @@ def _check_full_types(row: Row | None, timestamp: str, numeric_decimal: bool) ->
 
 @pytest.mark.parametrize("variant", ["exclude", "exclude-with-numeric-decimal", "include"])
 def test_flink_cdc_full_types(peers_dir: Path, variant: str) -> None:
-    snapshot, binlog = _rows(peers_dir, f"flink-cdc/debezium-data-schema-{variant}.json")
+    # The exclude fixtures strip the source: the table is named by the option (unused when a source names it).
+    snapshot, binlog = _rows(peers_dir, f"flink-cdc/debezium-data-schema-{variant}.json",
+                             default_table="peers.full_types")
     numeric = variant.endswith("numeric-decimal")
     assert snapshot.op is Op.INSERT and snapshot.pre_columns is None
     _check_full_types(snapshot.columns, "2020-07-17T18:00:22Z", numeric)
@@ -314,7 +329,7 @@ def test_flink_cdc_full_types(peers_dir: Path, variant: str) -> None:
         assert snapshot.commit_ts == 1630315344066 << 18 and binlog.commit_ts == 1630324170000 << 18
         assert types["id"].type_code == 15 and types["decimal_c"].type_code == 15
     else:  # the test strips source and ts_ms
-        assert (snapshot.schema, snapshot.table, snapshot.commit_ts) == ("", "", 0)
+        assert (snapshot.schema, snapshot.table, snapshot.commit_ts) == ("peers", "full_types", 0)
 
 
 # --------------------------------------------------------------------------- Paimon
@@ -397,11 +412,14 @@ def test_debezium_serde_fixtures(peers_dir: Path) -> None:
 def test_unwrapped_row_decodes_as_an_upsert(peers_dir: Path) -> None:
     # SerdeTest.valuesWithoutEnvelope reads this bare row as Customer(1004, Anne, Kretchmar, annek@...).
     raw = (peers_dir / "debezium/serde-unwrapped.json").read_bytes()
-    (row,) = debezium.decode(raw)
+    with pytest.raises(DecodeError, match="default-table"):
+        debezium.decode(raw)  # the SMT dropped the table: any JSON object would read as a row of ""
+    (row,) = debezium.decode(raw, default_table="inventory.customers")
     assert isinstance(row, RowChange)
     assert row.op is Op.INSERT and row.pre_columns is None
     assert row.columns == _ANNE
-    assert (row.schema, row.table, row.commit_ts) == ("", "", 0)  # the SMT dropped them
+    assert (row.schema, row.table, row.commit_ts) == ("inventory", "customers", 0)
+    assert row.table_info is not None and (row.table_info.schema, row.table_info.table) == ("inventory", "customers")
     assert debezium.explain(raw)["kind"] == "unwrapped-row"
 
 
@@ -420,8 +438,9 @@ def test_unwrapped_row_metadata_fields() -> None:
     wrapped = {"schema": {"type": "struct", "fields": [{"field": "id", "type": "int64", "optional": False},
                                                          {"field": "name", "type": "string", "optional": True}]},
                "payload": {"id": 7, "name": "x"}}
-    (typed,) = debezium.decode(orjson.dumps(wrapped))
+    (typed,) = debezium.decode(orjson.dumps(wrapped), default_table="customers")
     assert isinstance(typed, RowChange) and typed.columns == {"id": 7, "name": b"x"}
+    assert (typed.schema, typed.table) == ("", "customers")  # a name without a dot is the table
     assert [c.name for c in typed.table_info.columns] == ["id", "name"]
     with pytest.raises(DecodeError):
         debezium.decode(b"{}")  # nothing to read: not a row
@@ -429,6 +448,8 @@ def test_unwrapped_row_metadata_fields() -> None:
 
 # --------------------------------------------------------------------------- tolerances (synthetic)
 def _decode(doc: Any, **options: Any) -> list[Event]:
+    # These documents are about values and envelopes: a source-less one is a row of d.t.
+    options.setdefault("default_table", "d.t")
     return debezium.decode(json.dumps(doc).encode(), **options)  # json: ints beyond 64 bits too
 
 

@@ -58,6 +58,7 @@ from pyticdc.codec.canal_json.message import (
 from pyticdc.codec.canal_json.tolerant import ForeignTypes
 from pyticdc.codec.canal_json.values import parse_value
 from pyticdc.codec.compression import decompress
+from pyticdc.codec.options import default_table
 from pyticdc.errors import DecodeError
 from pyticdc.model import DDLEvent, Event, Op, Row, RowChange, Value, Watermark
 
@@ -87,6 +88,7 @@ class Decoder(BaseDecoder):
         self._compression = self.options.large_message_handle_compression
         self._delete_handle_key_only = self.options.delete_only_output_handle_key_columns
         self._resolving = False
+        self._default_table = default_table(self.options)
 
     # ------------------------------------------------------------------ entry
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
@@ -102,7 +104,7 @@ class Decoder(BaseDecoder):
             return []
         data = value if type(value) is bytes else bytes(value)
         if self._compression != "none":
-            data = decompress(self._compression, data, PROTOCOL)
+            data = decompress(self._compression, data, PROTOCOL, self.options.max_message_bytes)
         try:
             envelope = ENVELOPE_DECODER.decode(data)
         except MSGSPEC_ERRORS as exc:
@@ -205,6 +207,13 @@ class Decoder(BaseDecoder):
         schema = envelope.database or ""
         table = envelope.table or ""
         table_info, pk_set, data, old = read(envelope, op)
+        if not table:
+            # Flink's encoder names no table: a row of table "" would be a guess, so the user names it.
+            if self._default_table is None:
+                raise decode_error("the message names no table; give the decoder option "
+                                   "default-table=SCHEMA.TABLE if it is one table's row", "$.table")
+            schema, table = self._default_table
+            table_info = msgspec.structs.replace(table_info, schema=schema, table=table)
         if not data:
             raise decode_error(f"{kind} message without data", "$.data")
         tidb = envelope.tidb

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import orjson
 
+from pyticdc.codec._fastpath import compile_function, literal
 from pyticdc.codec.base import BaseEncoder, Message
 from pyticdc.codec.canal_json.message import (
     K_STR,
@@ -70,15 +72,27 @@ class _EncColumn:
 class _EncTable:
     """A TableInfo's encoding plan: non-virtual columns in table order, pkNames, names known."""
 
-    __slots__ = ("columns", "known", "pk_json", "pk_names", "pk_set", "table_info")
+    __slots__ = ("columns", "fill", "full_mysql", "full_sql", "heads", "known", "names", "pk_json", "pk_names",
+                 "pk_set", "promotions", "table_info")
 
     def __init__(self, table_info: TableInfo, content_compatible: bool) -> None:
         self.table_info = table_info
         self.columns = tuple(_EncColumn(c, content_compatible) for c in table_info.columns if not c.virtual)
+        self.names = frozenset(c.name for c in self.columns)
         self.known = frozenset(c.name for c in table_info.columns)
         self.pk_names = [c.name for c in table_info.columns if int(c.flags) & _PRIMARY_KEY_FLAG]
         self.pk_set = frozenset(self.pk_names)
         self.pk_json = "[" + ",".join(easyjson_quote(n) for n in self.pk_names) + "]"
+        # sqlType/mysqlType of an image holding every column: the same for every row but for the
+        # unsigned columns whose Java type a large value promotes (patched per row).
+        self.full_sql = [f"{col.key}{col.java}" for col in self.columns]
+        self.full_mysql = "{" + ",".join(col.mysql_pair for col in self.columns) + "}"
+        self.promotions = tuple((i, col, col.promotion) for i, col in enumerate(self.columns)
+                                if col.promotion is not None)
+        #: (kind, schema, table, pkNames text) → the message text before "es".
+        self.heads: dict[tuple[str, str, str, str], str] = {}
+        #: The generated writer of _fill_fast, compiled on first use.
+        self.fill: Callable[[Mapping[str, Value]], dict[str, str | None]] | None = None
 
     def pk_text(self, image: Mapping[str, Value]) -> str:
         """pkNames of one message: PrimaryKeyColumnNames() walks the sent image (§4.1), so a
@@ -86,6 +100,88 @@ class _EncTable:
         if self.pk_set <= image.keys():
             return self.pk_json
         return "[" + ",".join(easyjson_quote(n) for n in self.pk_names if n in image) + "]"
+
+
+class _Slow(Exception):  # a control-flow signal, not an error
+    """Raised by _fill_fast: this image is for the per-value writer (``Encoder._fill``)."""
+
+
+#: orjson writes what easyjson escapes differently: < > & U+2028 U+2029 raw (easyjson: \u003c ...),
+#: and \b \f short (easyjson: \u0008 \u000c). Every other escape (" \\ \n \r \t, \u00XX in
+#: lower-case hex for the other controls) and the raw UTF-8 of everything else agree.
+_EASYJSON_FIXUPS: Final = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+                           (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+
+
+#: One escape of orjson's output: a backslash and the next byte. Scanning left to right pairs every
+#: backslash with what it escapes, so an escaped backslash followed by a "b" is not taken for \b.
+_ESCAPE: Final = re.compile(rb"\\(.)", re.DOTALL)
+_EASYJSON_LONG: Final = {b"b": b"\\u0008", b"f": b"\\u000c"}
+
+
+def _long_escape(match: re.Match[bytes]) -> bytes:
+    return _EASYJSON_LONG.get(match.group(1), match.group(0))
+
+
+def _value_text(value: Value, binary: bool, bits: int) -> str:
+    """The text of a non-null value as ``render`` quotes it, for orjson to quote (else _Slow)."""
+    if type(value) is int:
+        return str(value)
+    if type(value) is bytes:
+        return value.decode("latin-1") if binary else value.decode()
+    if type(value) is str:
+        return value
+    if type(value) is float:
+        return render(value, binary, bits)[1:-1]  # digits only (NaN/±Inf: "0"): nothing to escape
+    raise _Slow
+
+
+# The column types whose values are usually ints, floats or bytes: which check a writer tries first.
+_INT_CODES: Final = frozenset({1, 2, 3, 8, 9, 13, 16, 247, 248})
+_FLOAT_CODES: Final = frozenset({4, 5})
+_BYTES_CODES: Final = frozenset({15, 249, 250, 251, 252, 253, 254})
+
+
+def _fill_writer(plan: _EncTable) -> Callable[[Mapping[str, Value]], dict[str, str | None]]:
+    """A function unrolled for one plan: a full image → the dict of value texts _fill_fast dumps
+    (the likely type of each column checked inline, anything else through _value_text)."""
+    items = []
+    namespace: dict[str, Any] = {"text": _value_text}
+    for col in plan.columns:
+        other = f"text(v, {col.binary}, {col.bits})"
+        code = col.column.type_code
+        if code in _INT_CODES:
+            expression = f"str(v) if type(v) is int else {other}"
+        elif code in _BYTES_CODES:
+            expression = f"v.decode({'latin-1' if col.binary else 'utf-8'!r}) if type(v) is bytes else {other}"
+        elif code in _FLOAT_CODES:
+            expression = other
+        else:
+            expression = f"v if type(v) is str else {other}"
+        items.append(f"{literal(col.name)}: None if (v := image[{literal(col.name)}]) is None else {expression}")
+    source = "def fill(image):\n    return {" + ", ".join(items) + "}\n"
+    fill: Callable[[Mapping[str, Value]], dict[str, str | None]] = compile_function(source, "fill", namespace)
+    return fill
+
+
+def _fill_fast(plan: _EncTable, image: Mapping[str, Value]) -> str:
+    """``_fill`` of an image holding every column (no handle-key-only, no only-updated filter): the
+    value texts built in Python, the JSON written by orjson, easyjson's escapes fixed up after.
+
+    Raises KeyError (a column missing), UnicodeError (invalid UTF-8 text, a lone surrogate),
+    orjson.JSONEncodeError or _Slow (a value type rendered otherwise): the caller then writes the
+    image value by value. A test checks both agree.
+    """
+    fill = plan.fill
+    if fill is None:
+        fill = plan.fill = _fill_writer(plan)
+    out = orjson.dumps([fill(image)])
+    if b"\\b" in out or b"\\f" in out:  # (maybe an escaped backslash before a b or f: see _long_escape)
+        out = _ESCAPE.sub(_long_escape, out)
+    for raw, escaped in _EASYJSON_FIXUPS:
+        if raw in out:
+            out = out.replace(raw, escaped)
+    return out.decode()
 
 
 def _values_equal(old: Value, new: Value) -> bool:
@@ -146,7 +242,17 @@ class Encoder(BaseEncoder):
         only_handle_key = too_large or (is_delete and options.delete_only_output_handle_key_columns)
         image = event.pre_columns if is_delete else event.columns
         assert image is not None
-        sql_types: list[str] = []
+        if not only_handle_key and plan.names <= image.keys():
+            sql_types = plan.full_sql
+            for i, col, (limit, promoted) in plan.promotions:
+                value = image[col.name]
+                if value is not None and unsigned_number(value) > limit:
+                    if sql_types is plan.full_sql:
+                        sql_types = list(sql_types)
+                    sql_types[i] = f"{col.key}{promoted}"
+            return self._dml_parts(event, plan, kind, image, too_large, location, only_handle_key,
+                                   "{" + ",".join(sql_types) + "}" if sql_types else "null", plan.full_mysql)
+        sql_types = []
         mysql_types: list[str] = []
         for col in plan.columns:
             if col.name not in image or (only_handle_key and not col.handle_key):
@@ -159,12 +265,26 @@ class Encoder(BaseEncoder):
                     java = promotion[1]
             sql_types.append(f"{col.key}{java}")
             mysql_types.append(col.mysql_pair)
+        return self._dml_parts(event, plan, kind, image, too_large, location, only_handle_key,
+                               "{" + ",".join(sql_types) + "}" if sql_types else "null",
+                               "{" + ",".join(mysql_types) + "}")
+
+    def _dml_parts(self, event: RowChange, plan: _EncTable, kind: str, image: Mapping[str, Value], too_large: bool,
+                   location: str | None, only_handle_key: bool, sql_type: str, mysql_type: str) -> str:
+        options = self.options
+        pk_names = plan.pk_text(image)
+        # Everything before "es" depends on the table, the kind and pkNames only: written once.
+        head_key = (kind, event.schema, event.table, pk_names)
+        head = plan.heads.get(head_key)
+        if head is None:
+            if len(plan.heads) >= 64:
+                plan.heads.clear()
+            head = plan.heads[head_key] = (
+                f'{{"id":0,"database":{easyjson_quote(event.schema)},"table":{easyjson_quote(event.table)},'
+                f'"pkNames":{pk_names},"isDdl":false,"type":"{kind}","es":')
         parts = [
-            '{"id":0,"database":', easyjson_quote(event.schema), ',"table":', easyjson_quote(event.table),
-            ',"pkNames":', plan.pk_text(image), ',"isDdl":false,"type":"', kind, '","es":', str(event.commit_ts >> 18),
-            ',"ts":', str(int(self.clock())), ',"sql":"","sqlType":',
-            "{" + ",".join(sql_types) + "}" if sql_types else "null",
-            ',"mysqlType":{', ",".join(mysql_types), "}",
+            head, str(event.commit_ts >> 18),
+            ',"ts":', str(int(self.clock())), ',"sql":"","sqlType":', sql_type, ',"mysqlType":', mysql_type,
         ]
         if kind == "UPDATE":
             new_map = event.columns if self._only_updated else None
@@ -188,6 +308,11 @@ class Encoder(BaseEncoder):
         """fillColumns: ``[{…}]`` of one image in table order, or ``null`` when there is none."""
         if not image:
             return "null"
+        if new_map is None and not only_handle_key:
+            try:
+                return _fill_fast(plan, image)
+            except (KeyError, UnicodeError, orjson.JSONEncodeError, _Slow):
+                pass  # a column the image lacks, invalid UTF-8, a value type rendered otherwise
         items: list[str] = []
         for col in plan.columns:
             name = col.name

@@ -35,6 +35,7 @@ from pyticdc.codec.canal_json.message import (
     read_header,
     read_mysql_types,
     read_pk_names,
+    read_sql_types,
 )
 from pyticdc.codec.canal_json.values import parse_value
 from pyticdc.model import Op, Row, Value
@@ -47,14 +48,24 @@ _F32: Final = struct.Struct("<f")
 _INT64: Final = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 _UINT64: Final = Annotated[int, msgspec.Meta(ge=0)]
 _BIGINT: Final = Annotated[int, msgspec.Meta(ge=-(1 << 63))]
+# Lax mode reads an integral JSON float (5.0, -0.0) as an int, which the reference path refuses in an
+# integer column: a float branch no number satisfies makes such a value fail and decline instead.
+_NO_FLOAT: Final = Annotated[float, msgspec.Meta(ge=1.0, le=0.0)]
 _FIELD_TYPES: Final[dict[int, Any]] = {
-    K_INT: _INT64 | None, K_UINT: _UINT64 | None, K_BIGINT: _BIGINT | None, K_F32: float | None,
-    K_F64: float | None,
+    K_INT: _INT64 | _NO_FLOAT | None, K_UINT: _UINT64 | _NO_FLOAT | None, K_BIGINT: _BIGINT | _NO_FLOAT | None,
+    K_F32: float | None, K_F64: float | None,
 }
 # Accepts only null, so any image array fails validation and the message declines.
 _NO_FAST_PATH: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder(None)
 _IMAGES_DECODER: Final = msgspec.json.Decoder(list[dict[str, str | None]] | None)
 _UPDATE: Final = Op.UPDATE
+#: Shared by every decoder of the process, pure derived data like re's pattern cache, bounded
+#: (cleared when full): the raw header bytes (content compatibility, database, table, mysqlType,
+#: sqlType, pkNames) → the header's meaning (its semantic key), and that → the parsed header.
+_SemanticKey = tuple[bool, str, str, frozenset[tuple[str, str]], tuple[str, ...], tuple[str, ...]]
+_SEMANTIC_KEYS: Final[dict[tuple[bool, str, str, bytes, bytes, bytes], _SemanticKey]] = {}
+_SHARED: Final[dict[_SemanticKey, _FastHeader]] = {}
+_SHARED_LIMIT: Final = 1024
 
 
 def _attribute_name(name: str) -> bool:
@@ -65,14 +76,14 @@ def _attribute_name(name: str) -> bool:
 class _FastHeader:
     """Everything derived from one distinct (database, table, mysqlType, pkNames): schema and converters."""
 
-    __slots__ = ("convert", "direct", "full", "kinds", "mysql_raw", "names", "old_partial", "pk_raw", "pk_set",
+    __slots__ = ("convert", "direct", "full", "kinds", "mysql_raw", "names", "pk_raw", "pk_set", "sql_raw",
                  "table_info")
 
     def __init__(self, header: Header) -> None:
         self.table_info = header.table_info
         self.names = tuple(header.names)
         self.kinds = header.kinds
-        self.mysql_raw = self.pk_raw = NULL
+        self.mysql_raw = self.pk_raw = self.sql_raw = NULL
         self.pk_set = frozenset(header.table_info.primary_key_columns)
         # When every column name can be an attribute, asdict() yields the row dict directly;
         # otherwise fields are renamed c0, c1, … and rows are rebuilt from astuple().
@@ -87,9 +98,15 @@ class _FastHeader:
                 # msgspec refuses some names even as wire names ('\\', '"', control characters):
                 # no typed fast path then, every image takes the reference path.
                 self.full = _NO_FAST_PATH
-        # Whether "old" images are partial (only-output-updated-columns), learnt from the first one.
-        self.old_partial = False
         self.convert = _converter(self)
+
+    def fork(self) -> _FastHeader:
+        """A header sharing this one's derived parts (schema, typed decoder, converter), with its own
+        stream state (the raw bytes last seen)."""
+        twin: _FastHeader = object.__new__(_FastHeader)
+        for slot in _FastHeader.__slots__:
+            setattr(twin, slot, getattr(self, slot))
+        return twin
 
     def _decoder(self) -> msgspec.json.Decoder[Any]:
         fields = [(name if self.direct else f"c{i}", _FIELD_TYPES.get(self.kinds[name], str | None),
@@ -101,7 +118,9 @@ class _FastHeader:
 _CONVERT_STEPS: Final = {
     K_UTF8: "        row[{n}] = value.encode()",
     K_LATIN1: "        row[{n}] = value.encode('latin-1')",
-    K_F32: "        row[{n}] = unpack(pack(value))[0]",
+    # msgspec reads the text "-0" as +0.0 (strconv.ParseFloat gives -0.0): a zero declines to the reference path.
+    K_F32: "        if value == 0.0: raise OverflowError({n})\n        row[{n}] = unpack(pack(value))[0]",
+    K_F64: "        if value == 0.0: raise OverflowError({n})",
     K_UINT: "        if value > UINT64_MAX: raise OverflowError({n})",  # the reference path reports it
     K_BIGINT: "        if value > UINT64_MAX: raise OverflowError({n})",
 }
@@ -151,19 +170,21 @@ class FastPath:
 
     def __init__(self, content_compatible: bool) -> None:
         self._content_compatible = content_compatible
-        # (database, table) → the header of its last message, checked by raw mysqlType/pkNames bytes;
+        # (database, table) → the header of its last message, checked by raw mysqlType/pkNames/sqlType bytes;
         # then every raw variant seen; a semantic index lets variants that differ only in
         # mysqlType key order (a Go map) share one header.
         self._last: dict[tuple[str, str], _FastHeader] = {}
-        self._variants: dict[tuple[str, str, bytes], _FastHeader] = {}
-        self._semantic: dict[tuple[str, str, frozenset[tuple[str, str]], tuple[str, ...]], _FastHeader] = {}
+        self._variants: dict[tuple[str, str, bytes, bytes], _FastHeader] = {}
+        self._semantic: dict[_SemanticKey, _FastHeader] = {}
 
     def images(self, envelope: Envelope, op: Op) -> Images:
         """The images of a row message, typed-decoded; raises one of DECLINES on anything unexpected."""
         schema = envelope.database or ""
         table = envelope.table or ""
         header = self._last.get((schema, table))
-        if header is None or header.mysql_raw != envelope.mysqlType or header.pk_raw != envelope.pkNames:
+        # sqlType is part of the header: it orders the columns, and a fresh decoder validates it.
+        if (header is None or header.mysql_raw != envelope.mysqlType or header.pk_raw != envelope.pkNames
+                or header.sql_raw != envelope.sqlType):
             header = self._header(envelope, schema, table)
         # No comprehensions on this path: in CPython 3.11 each one is a function call.
         convert = header.convert
@@ -175,26 +196,25 @@ class FastPath:
                 data.append(convert(item))
         old: list[Row] | list[dict[str, Value]] | None = None
         if op is _UPDATE:
-            if not header.old_partial:
-                try:
-                    structs = header.full.decode(envelope.old)
-                except msgspec.ValidationError:
-                    header.old_partial = True  # only-output-updated-columns: partial images from now on
-                else:
-                    if structs is not None:
-                        full_old: list[Row] = []
-                        for item in structs:
-                            full_old.append(convert(item))
-                        old = full_old
-            if header.old_partial:
+            # Whether "old" images are partial (only-output-updated-columns) is judged per message, never
+            # remembered: the same bytes must give the same rows whatever the decoder read before.
+            try:
+                structs = header.full.decode(envelope.old)
+            except msgspec.ValidationError:
                 old = _partial_images(header, envelope.old)
+            else:
+                if structs is not None:
+                    full_old: list[Row] = []
+                    for item in structs:
+                        full_old.append(convert(item))
+                    old = full_old
         return (header.table_info, header.pk_set, data, old)
 
     def _header(self, envelope: Envelope, database: str, table: str) -> _FastHeader:
         """The header of a message whose raw mysqlType/pkNames differ from its table's last one."""
         # Go iterates a map from a random starting slot, so one schema yields a bounded number of
         # mysqlType orders: remember each raw variant seen (pkNames compared as raw bytes).
-        raw_key = (database, table, bytes(envelope.mysqlType))
+        raw_key = (database, table, bytes(envelope.mysqlType), bytes(envelope.sqlType))
         header = self._variants.get(raw_key)
         if header is not None and header.pk_raw == envelope.pkNames:
             return header
@@ -209,15 +229,44 @@ class FastPath:
 
     def _parse_header(self, envelope: Envelope, database: str, table: str) -> _FastHeader:
         """The header for a raw mysqlType/pkNames variant not seen before (parsed, then shared)."""
-        mysql_types = read_mysql_types(envelope)
-        pk_names = read_pk_names(envelope)
-        semantic_key = (database, table, frozenset(mysql_types.items()), tuple(pk_names))
+        # A variant any decoder of this process parsed already skips the parsing, and its derived
+        # parts (typed decoder, converter) are shared: a fresh decoder (one per Spark task or CLI
+        # call) then builds no structs and compiles no code.
+        raw_key = (self._content_compatible, database, table, bytes(envelope.mysqlType), bytes(envelope.sqlType),
+                   bytes(envelope.pkNames))
+        semantic_key = _SEMANTIC_KEYS.get(raw_key)
+        parsed = None
+        if semantic_key is None:
+            mysql_types = read_mysql_types(envelope)
+            pk_names = read_pk_names(envelope)
+            sql_types = read_sql_types(envelope)
+            parsed = (mysql_types, pk_names, sql_types)
+            # The column order is part of the meaning: read_header takes sqlType's order, then the
+            # mysqlType order of the columns sqlType does not name.
+            ordered = [n for n in sql_types if n in mysql_types]
+            named = set(ordered)
+            ordered += [n for n in mysql_types if n not in named]
+            semantic_key = (self._content_compatible, database, table, frozenset(mysql_types.items()),
+                            tuple(pk_names), tuple(ordered))
+            if len(_SEMANTIC_KEYS) >= _SHARED_LIMIT:
+                _SEMANTIC_KEYS.clear()
+            _SEMANTIC_KEYS[raw_key] = semantic_key
         header = self._semantic.get(semantic_key)
         if header is None:
-            header = _FastHeader(read_header(envelope, mysql_types, pk_names, self._content_compatible))
+            shared = _SHARED.get(semantic_key)
+            if shared is None:
+                if parsed is None:
+                    parsed = (read_mysql_types(envelope), read_pk_names(envelope), read_sql_types(envelope))
+                mysql_types, pk_names, sql_types = parsed
+                shared = _FastHeader(read_header(envelope, mysql_types, pk_names, self._content_compatible, sql_types))
+                if len(_SHARED) >= _SHARED_LIMIT:
+                    _SHARED.clear()
+                _SHARED[semantic_key] = shared
+            header = shared.fork()
             if len(self._semantic) > 1024:
                 self._semantic.clear()
             self._semantic[semantic_key] = header
         header.mysql_raw = envelope.mysqlType
         header.pk_raw = envelope.pkNames
+        header.sql_raw = envelope.sqlType
         return header

@@ -83,6 +83,7 @@ T = TypeCode
 PROTOCOL: Final = "canal-json"
 #: CodecOptions fields Canal-JSON accepts (pkg/sink/codec/common/config.go, canal-json branch).
 OPTIONS: Final = frozenset({
+    "default_table",  # pyticdc's own: the table of rows whose messages name none (Flink's encoder)
     "max_message_bytes",
     "enable_tidb_extension",
     "only_output_updated_columns",
@@ -401,8 +402,9 @@ class Envelope(msgspec.Struct):
 
 
 ENVELOPE_DECODER: Final = msgspec.json.Decoder(Envelope)
-# msgspec reports invalid UTF-8 inside a JSON string as UnicodeDecodeError.
-MSGSPEC_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+# msgspec reports invalid UTF-8 inside a JSON string as UnicodeDecodeError, and JSON nested deeper
+# than its limit (about 1000 levels, even inside a Raw field it only skips) as RecursionError.
+MSGSPEC_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 MYSQL_TYPES_DECODER: Final = msgspec.json.Decoder(dict[str, str] | None)
 SQL_TYPES_DECODER: Final = msgspec.json.Decoder(dict[str, int] | None)
 PK_NAMES_DECODER: Final = msgspec.json.Decoder(list[str] | None)
@@ -412,6 +414,8 @@ _AT_BYTE: Final = re.compile(r"\(byte (\d+)\)")
 
 def msgspec_error(exc: Exception, prefix: str = "$", data: bytes | None = None) -> DecodeError:
     """A DecodeError from a msgspec error, with its JSON path (under ``prefix``) or byte offset."""
+    if isinstance(exc, RecursionError):
+        return decode_error("JSON nested too deeply", prefix)
     if isinstance(exc, UnicodeDecodeError):
         invalid_at: int | str = prefix
         if data is not None:
@@ -457,13 +461,19 @@ def read_pk_names(envelope: Envelope) -> list[str]:
         raise msgspec_error(exc, "$.pkNames") from None
 
 
-def read_header(envelope: Envelope, mysql_types: Mapping[str, str], pk_names: list[str],
-                content_compatible: bool) -> Header:
-    """The header of a row message whose ``mysqlType``/``pkNames`` are already read."""
+def read_sql_types(envelope: Envelope) -> dict[str, int]:
+    """``sqlType`` as a dict (empty when null); DecodeError under ``$.sqlType``."""
     try:
-        sql_types = SQL_TYPES_DECODER.decode(envelope.sqlType) or {}
+        return SQL_TYPES_DECODER.decode(envelope.sqlType) or {}
     except MSGSPEC_ERRORS as exc:
         raise msgspec_error(exc, "$.sqlType") from None
+
+
+def read_header(envelope: Envelope, mysql_types: Mapping[str, str], pk_names: list[str],
+                content_compatible: bool, sql_types: Mapping[str, int] | None = None) -> Header:
+    """The header of a row message whose ``mysqlType``/``pkNames`` (and maybe ``sqlType``) are already read."""
+    if sql_types is None:
+        sql_types = read_sql_types(envelope)
     # Column order: sqlType follows table order (mysqlType is a Go map, random order).
     order = [n for n in sql_types if n in mysql_types]
     seen = set(order)

@@ -80,7 +80,10 @@ def format_double(value: float) -> str:
     """``FormatFloat(v, 'f', -1, 64)``: repr() is already the shortest round-trip digits."""
     if value == 0 or value != value or value in (_INF, -_INF):
         return format_float_f(value, 64)
-    return _positional(repr(value))
+    text = repr(value)
+    if "e" not in text:  # positional already (1e-4 <= |v| < 1e16): only a trailing ".0" differs
+        return text[:-2] if text.endswith(".0") else text
+    return _positional(text)
 
 
 def format_float(value: float) -> str:

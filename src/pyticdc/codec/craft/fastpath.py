@@ -346,13 +346,68 @@ def _generated_slicer(names: Sequence[str], decoders: Sequence[ValueDecoder], ta
     return slicer
 
 
+#: A group's value chunk (buf, at, end, chunk size, its length varints read as struct "B"/"<H"
+#: codes) → its row image, or None when the lengths do not fill the chunk exactly.
+_ListSlicer = Callable[[bytes, int, int, int, Sequence[int]], Row | None]
+
+
+@functools.cache
+def _coded_lengths() -> dict[int, int]:
+    """A 1- or 2-byte zigzag length varint read as "B"/"<H" → the value length (NULL, code 1: 0).
+
+    Only minimal encodings of lengths >= -1 are keys: anything else is a KeyError (a decline), so
+    code 1 is the only NULL and a negative length never slips through as a slice bound.
+    """
+    tables = _varint_tables()
+    return {code: max(value, 0) for code, value in tables.coded_zigzags.items()
+            if value >= -1 and (code < 0x80 or code >> 8)}
+
+
+def _generated_list_slicer(names: Sequence[str], decoders: Sequence[ValueDecoder],
+                           tables: _VarintTables) -> _ListSlicer:
+    """A slicer unrolled for one shape whose value lengths are already read (any varint sizes): the
+    cost of a row does not depend on which combination of lengths it has, unlike a Struct layout
+    (compiled per combination), so rows with variable-length columns never compile anything.
+
+    Like _generated_slicer: positions from one C ``accumulate``, one slice per value, converted by
+    the same expressions; NULLs are the lengths of -1.
+    """
+    count = len(names)
+    positions = [f"p{i}" for i in range(count + 1)]
+    codes = [f"c{i}" for i in range(count)]
+    lines = [f"{', '.join(codes)}, = lengths",
+             f"{', '.join(positions)} = accumulate(map(LENGTH, lengths), initial=at + size)",
+             f"if p{count} != end: return None"]
+    items: list[str] = []
+    for i, (name, decoder) in enumerate(zip(names, decoders)):
+        raw = f"buf[p{i}:p{i + 1}]"
+        if decoder is decode_float64:
+            lines.append(f"if p{i + 1} - p{i} != 8 and c{i} != 1: return None")
+            value = f"f64_from(buf, p{i})[0]"
+        elif decoder is decode_uvarint or decoder is decode_varint:
+            kind = "uvarints" if decoder is decode_uvarint else "zigzags"
+            value = f"({kind}[{raw}] if p{i + 1} - p{i} < 3 else long_{kind}[p{i + 1} - p{i}](buf, p{i}))"
+        else:
+            value = _EXPRESSIONS[decoder].format(v=raw)
+        items.append(f"{literal(name)}: {f'None if c{i} == 1 else {value}' if value != 'None' else value}")
+    lines.append(f"return Row({{{', '.join(items)}}})")
+    namespace: dict[str, Any] = {
+        "Row": Row, "uvarints": tables.short_uvarints, "zigzags": tables.short_zigzags, "accumulate": accumulate,
+        "long_uvarints": _long_varints(False), "long_zigzags": _long_varints(True), "f64_from": _F64_FROM,
+        "LENGTH": _coded_lengths().__getitem__,
+    }
+    source = "def list_slicer(buf, at, end, size, lengths):\n" + "".join(f"    {line}\n" for line in lines)
+    slicer: _ListSlicer = compile_function(source, "list_slicer", namespace)
+    return slicer
+
+
 class _Compiled:
     """What a column-group signature (names and value decoders) compiles to, shared by every
     decoder of the process (like ``re``'s pattern cache): converters and value layouts."""
 
     __slots__ = (
-        "chunk_re", "converters", "count", "decoders", "integers", "layouts", "long_layouts", "names",
-        "null_slicer", "seen", "slicer", "variants",
+        "chunk_re", "converters", "count", "decoders", "integers", "layouts", "list_slicer", "long_layouts",
+        "names", "null_slicer", "seen", "slicer", "variants",
     )
 
     def __init__(self, names: tuple[str, ...], decoders: tuple[ValueDecoder, ...]) -> None:
@@ -370,6 +425,8 @@ class _Compiled:
         tables = _varint_tables()
         self.slicer = _generated_slicer(names, decoders, tables, False)
         self.null_slicer = _generated_slicer(names, decoders, tables, True)
+        #: The generated slicer of a chunk whose lengths are read already (some take 2+ bytes).
+        self.list_slicer = _generated_list_slicer(names, decoders, tables)
         # Rows whose lengths are all one-byte varints are keyed by exactly ``count`` bytes;
         # other length chunks are found with this regex (``count`` varints) and keyed whole.
         self.chunk_re = _varints_re(self.count)
@@ -707,15 +764,36 @@ class FastPath:
         compiled and cached when they repeat."""
         key = buf[at:at + compiled.count]
         seen = compiled.seen
-        sightings = seen.get(key, 0)
-        if sightings < _COMPILE_AFTER:
-            if len(seen) >= _SEEN_LIMIT:
-                seen.clear()
-            seen[key] = sightings + 1
-            image = (compiled.null_slicer if 1 in key else compiled.slicer)(buf, at, end)  # 1: a NULL
-            if image is not None:
-                return image
-        layout = self._layout(compiled, buf, at, end)
+        found: _Layout | None = None
+        if len(key) == compiled.count and key.isascii():  # every length a one-byte varint
+            sightings = seen.get(key, 0)
+            if sightings < _COMPILE_AFTER:
+                if len(seen) >= _SEEN_LIMIT:
+                    seen.clear()
+                seen[key] = sightings + 1
+                image = (compiled.null_slicer if 1 in key else compiled.slicer)(buf, at, end)  # 1: a NULL
+                if image is not None:
+                    return image
+        else:
+            # Some length takes several bytes (a long text): read the lengths, then slice; a
+            # layout is compiled only for a length chunk that keeps repeating (_layout counts).
+            # The common long chunk, one 2-byte length, is found without the regex: bytes equal
+            # to a cached chunk are the same varints (where a varint ends is in its own bytes).
+            found = compiled.long_layouts.get(buf[at:at + compiled.count + 1])
+            if found is None:
+                match = compiled.chunk_re.match(buf, at, end)
+                if match is None:
+                    return None
+                key = match.group()
+                found = compiled.long_layouts.get(key)
+            if found is None and seen.get(key, 0) < _COMPILE_AFTER:
+                if len(seen) >= _SEEN_LIMIT:
+                    seen.clear()
+                seen[key] = seen.get(key, 0) + 1
+                codes = key.translate(_VARINT_CODES).replace(b"cB", b"H")
+                if b"c" not in codes:  # 1- and 2-byte lengths (else a value of 8 KiB+: _layout)
+                    return compiled.list_slicer(buf, at, end, len(key), struct.unpack(b"<" + codes, key))
+        layout = found if found is not None else self._layout(compiled, buf, at, end)
         if layout is None:
             return None
         unpack, chunk_size, values_size, convert = layout

@@ -7,6 +7,7 @@ re-read of the DDL text), and the reverse mapping a decoder can make of it.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 import msgspec
@@ -252,7 +253,9 @@ def column_from_metadata(meta: dict[str, Any], primary: set[str]) -> ColumnInfo 
     length = meta.get("length")
     scale = meta.get("scale")
     length_i = length if isinstance(length, int) and not isinstance(length, bool) else -1
-    scale_i = int(scale) if isinstance(scale, (int, float)) and not isinstance(scale, bool) else -1
+    # TiCDC writes scale as a float (a Go *float64); NaN or ±Inf (1e400 parses as Inf) has no integer value.
+    scale_i = int(scale) if (isinstance(scale, int) and not isinstance(scale, bool)) or (
+        isinstance(scale, float) and math.isfinite(scale)) else -1
     flen, decimal = length_i, -1
     if code in FRACTIONAL_TIME_TYPES:
         flen, decimal = -1, length_i

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 from zoneinfo import ZoneInfo
 
+import msgspec
+
 from pyticdc.codec._fastpath import speculate
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
 from pyticdc.codec.compression import decompress
@@ -46,7 +48,7 @@ from pyticdc.codec.debezium.tolerant import (
     stale_schema,
     unwrap_row,
 )
-from pyticdc.codec.options import CodecOptions
+from pyticdc.codec.options import CodecOptions, default_table
 from pyticdc.codec.timezone import load_zone
 from pyticdc.errors import DecodeError
 from pyticdc.model import ActionType, ColumnInfo, DDLEvent, Event, Op, RowChange, TableInfo, Value, Watermark, make_row
@@ -76,11 +78,13 @@ class Decoder(BaseDecoder):
         self.zone = load_zone(self.options.time_zone)
         self._schemas: SchemaCache = {}
         self._fast = WrapperSplitter()
+        self._default_table = default_table(self.options)
 
     def _bytes(self, data: bytes, what: str) -> bytes:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise fail(f"{what} is not bytes", 0)
-        return decompress(self.options.large_message_handle_compression, bytes(data), PROTOCOL)
+        return decompress(self.options.large_message_handle_compression, bytes(data), PROTOCOL,
+                          self.options.max_message_bytes)
 
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """Events of one Kafka message; a tombstone (null or empty value, JSON ``null``) carries none."""
@@ -90,7 +94,7 @@ class Decoder(BaseDecoder):
         if not raw:
             return []  # Kafka Connect writes a deleted row's tombstone as a null value; some tools as b""
         raw_key = self._bytes(key, "key") if key else None
-        return speculate(self._decode_fast, self._decode_raw, raw, raw_key)
+        return self._named(speculate(self._decode_fast, self._decode_raw, raw, raw_key))
 
     def decode_reference(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """``decode`` on the reference path only (no fast-path caches): the fast path's oracle."""
@@ -99,7 +103,25 @@ class Decoder(BaseDecoder):
         raw = self._bytes(value, "value")
         if not raw:
             return []
-        return self._decode_raw(raw, self._bytes(key, "key") if key else None)
+        return self._named(self._decode_raw(raw, self._bytes(key, "key") if key else None))
+
+    def _named(self, events: list[Event]) -> list[Event]:
+        """Rows that name no table take ``default-table``; without it such a message is an error.
+
+        Any JSON object reads as an unwrapped row, and Flink's encoder writes envelopes without
+        ``source``: a row of table "" would be a guess, so the user says which table they are.
+        """
+        for i, event in enumerate(events):
+            if isinstance(event, RowChange) and not event.table:
+                if self._default_table is None:
+                    raise fail("the message names no table (no source.table or __table); "
+                               "give the decoder option default-table=SCHEMA.TABLE if it is one table's row", "$")
+                schema, table = self._default_table
+                info = event.table_info
+                events[i] = msgspec.structs.replace(
+                    event, schema=schema, table=table,
+                    table_info=None if info is None else msgspec.structs.replace(info, schema=schema, table=table))
+        return events
 
     def _decode_fast(self, raw: bytes, raw_key: bytes | None) -> list[Event] | None:
         split = self._fast.split(raw, raw_key)

@@ -7,14 +7,18 @@ JsonConverter does it: ``{"payload": envelope, "schema": connect schema}`` (ticd
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any, Final
 
 import msgspec
 import orjson
 
-from pyticdc.codec.jsontext import format_float_jsoniter, jsoniter_quote
+from pyticdc.codec.jsontext import (
+    format_float_jsoniter,
+    has_negative_zero,
+    jsoniter_quote,
+    loads_keeping_negative_zero,
+)
 from pyticdc.errors import DecodeError, EncodeError
 
 __all__ = [
@@ -47,6 +51,7 @@ PROTOCOL: Final = "debezium"
 OPTIONS: Final = frozenset({
     "enable_tidb_extension", "debezium_disable_schema", "debezium_output_old_value", "time_zone", "cluster_id",
     "large_message_handle_compression", "max_message_bytes",
+    "default_table",  # pyticdc's own: the table of rows whose messages name none
 })
 
 
@@ -192,20 +197,18 @@ def dump(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- JSON in
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def load_json(data: bytes, at: str) -> Any:
-    """Parse JSON; raw non-UTF-8 bytes inside strings are kept (surrogateescape), big ints exact."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    # json-iterator passes raw bytes through and Go ints may exceed 64 bits: try the slow parser.
+    """Parse JSON; raw non-UTF-8 bytes inside strings are kept (surrogateescape), big ints exact, ``-0`` -0.0."""
+    if not has_negative_zero(data):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    # json-iterator passes raw bytes through, Go ints may exceed 64 bits and a FLOAT/DOUBLE -0.0 is
+    # written "-0" (orjson reads the integer 0): the slow parser reads all three as Go does.
     try:
         text = data.decode("utf-8", "surrogateescape")
-        return json.loads(text, parse_constant=_reject_constant)
+        return loads_keeping_negative_zero(text)
     except (ValueError, RecursionError) as exc:
         raise fail(f"not JSON: {exc}", at) from None
 

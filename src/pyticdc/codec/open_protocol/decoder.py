@@ -3,7 +3,8 @@
 Decoding follows ``open_protocol_decoder.go`` but is stricter where Go would panic or misread:
 every length prefix must fit, keys and values must pair up, and every column value must have
 the JSON type its column type implies. Bad bytes raise only ``DecodeError("open-protocol", …)``.
-What older TiCDC encoders wrote is read too (``tolerant``).
+What older TiCDC encoders wrote is read too (``tolerant``). Row messages of tables already seen
+take the typed readers of ``fastpath`` first; whatever they decline is decoded here.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
+from pyticdc.codec._fastpath import DECLINES
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
 from pyticdc.codec.compression import decompress
+from pyticdc.codec.open_protocol.fastpath import FastPath
 from pyticdc.codec.open_protocol.message import (
     BINARY,
     DDL_DECODER,
@@ -104,7 +107,8 @@ class Decoder(BaseDecoder):
 
     def _value_bytes(self, frame: Frame, what: str) -> bytes:
         try:
-            return decompress(self.options.large_message_handle_compression, frame.data, PROTOCOL)
+            return decompress(self.options.large_message_handle_compression, frame.data, PROTOCOL,
+                              self.options.max_message_bytes)
         except DecodeError as exc:
             fail(f"{what}: {exc.reason}", frame.offset + 8)
 
@@ -142,12 +146,28 @@ class Decoder(BaseDecoder):
             fail(f"value: {len(values) - next_value} value(s) without a key", values[next_value].offset)
         return parsed
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Compressed values take the reference path (the fast path reads plain JSON only).
+        self._fast = FastPath() if self.options.large_message_handle_compression == "none" else None
+
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
-        """Decode one Kafka message into its events."""
-        return self.decode_reference(value, key)
+        """Decode one Kafka message into its events (row messages of known tables on the fast path)."""
+        fast = self._fast
+        if fast is None or value is None or key is None:
+            return self.decode_reference(value, key)
+        key, value = bytes(key), bytes(value)
+        try:
+            events = fast.decode(key, value)
+        except DECLINES:
+            events = None
+        if events is None:
+            events = self.decode_reference(value, key)
+            fast.learn(events)
+        return events
 
     def decode_reference(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
-        """Decode one Kafka message on the reference path (the Open decoder has no other)."""
+        """Decode one Kafka message on the reference path alone (no fast-path readers): the oracle of ``decode``."""
         key, value = as_bytes(key), as_bytes(value)
         events: list[Event] = []
         for item in self._pairs(key, value):

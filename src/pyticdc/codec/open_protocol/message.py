@@ -21,7 +21,7 @@ from typing import Annotated, Any, Final, NamedTuple, NoReturn
 import msgspec
 
 from pyticdc.codec.base import Message
-from pyticdc.codec.jsontext import go_json_quote, go_string
+from pyticdc.codec.jsontext import go_json_quote, go_string, has_negative_zero, loads_keeping_negative_zero
 from pyticdc.errors import DecodeError, EncodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, TableInfo
 
@@ -200,11 +200,20 @@ def read_json(decoder: msgspec.json.Decoder[Any], data: bytes, what: str) -> Any
     """Decode one JSON payload as Go's encoding/json would accept it; DecodeError otherwise."""
     try:
         try:
-            return decoder.decode(data)
+            result = decoder.decode(data)
         except UnicodeDecodeError:
             # encoding/json reads each byte of invalid UTF-8 in a string as U+FFFD; outside
             # strings such bytes stay a syntax error after the replacement too.
-            return decoder.decode(go_string(data).encode("utf-8"))
+            data = go_string(data).encode("utf-8")
+            result = decoder.decode(data)
+        if decoder is ROW_DECODER and has_negative_zero(data):
+            # A FLOAT/DOUBLE -0.0 is written "-0", which msgspec reads as the integer 0: read it again
+            # keeping the sign, as strconv.ParseFloat does (msgspec already accepted the document).
+            try:
+                return msgspec.convert(loads_keeping_negative_zero(data), WireRow)
+            except (ValueError, RecursionError):
+                return result
+        return result
     except msgspec.ValidationError as exc:
         message = str(exc)
         match = _AT_PATH.search(message)

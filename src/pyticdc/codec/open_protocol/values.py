@@ -146,7 +146,7 @@ def _p_same(value: Any) -> Value:
 
 
 def _p_float(value: Any) -> Value:
-    return value if value != 0 else 0.0  # "-0" reads back as the JSON integer 0
+    return float(value)  # "-0" reads back as -0.0 (message.read_json), as strconv.ParseFloat reads it
 
 
 def _p_text(value: Any) -> Value:

@@ -360,6 +360,8 @@ class Decoder(BaseDecoder):
         self.hold_unknown_schema = hold_unknown_schema
         self._held: dict[tuple[str, str, int], list[RowChange]] = {}
         self._released: list[RowChange] = []
+        #: DecodeErrors of held rows their schema could not type (take_errors).
+        self._errors: list[DecodeError] = []
         self._compression = self.options.large_message_handle_compression
         # Per known (schema, table, schemaVersion): the fast JSON path's readers; the last one used.
         self._json_plans: dict[tuple[str, str, int], JsonPlan] = {}
@@ -376,7 +378,23 @@ class Decoder(BaseDecoder):
         self._avro_plans.pop(key, None)
         self._last_read = None
         for row in self._held.pop(key, ()):
-            self._released.append(resolve_row(row, table_info))
+            try:
+                self._released.append(resolve_row(row, table_info))
+            except DecodeError as exc:
+                # One held row that does not fit its schema must not cost the schema or the other rows:
+                # it is reported on its own (take_errors), the rest are released.
+                self._errors.append(DecodeError(
+                    PROTOCOL, f"held row of {row.schema}.{row.table} at commit ts {row.commit_ts} does not fit "
+                              f"schema version {table_info.schema_version}: {exc.reason}", exc.at))
+
+    def take_errors(self) -> list[DecodeError]:
+        """Errors of held rows that did not fit the schema that released them, since the last call.
+
+        A decode returns the schema event and the held rows that fit it; each row that does not is one
+        DecodeError here (its message was accepted earlier, so there are no bytes to return with it).
+        """
+        errors, self._errors = self._errors, []
+        return errors
 
     def held_rows(self) -> list[RowChange]:
         """Rows still waiting for their schema, in arrival order per table version (never dropped)."""
@@ -418,7 +436,7 @@ class Decoder(BaseDecoder):
             raise DecodeError(PROTOCOL, "empty message", 0)
         data = value if type(value) is bytes else bytes(value)
         if self._compression != "none":
-            data = decompress(self._compression, data, PROTOCOL)
+            data = decompress(self._compression, data, PROTOCOL, self.options.max_message_bytes)
         return data
 
     def _reference_event(self, data: bytes) -> Event:
@@ -539,7 +557,8 @@ class Decoder(BaseDecoder):
     def _parse(self, value: bytes | None) -> Wire:
         if not value:
             raise DecodeError(PROTOCOL, "empty message", 0)
-        data = decompress(self.options.large_message_handle_compression, bytes(value), PROTOCOL)
+        data = decompress(self.options.large_message_handle_compression, bytes(value), PROTOCOL,
+                          self.options.max_message_bytes)
         return parse_avro(data) if self._avro else parse_json(data)
 
     def _table_info(self, raw: dict[str, Any] | None, path: str, avro: bool) -> TableInfo | None:

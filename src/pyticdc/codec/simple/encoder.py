@@ -227,10 +227,17 @@ class Encoder(BaseEncoder):
             raise EncodeError(PROTOCOL, f"{op.value} row of {row.schema}.{row.table} lacks a row image")
         return data, old
 
+    def _key_only_delete(self, row: RowChange) -> bool:
+        # delete-only-output-handle-key-columns: a DELETE keeps its handle-key columns, flagged handleKeyOnly
+        # as a handle-key-only large message is, so a reader knows the image is not a full row.
+        return row.op is Op.DELETE and self.options.delete_only_output_handle_key_columns
+
     def _row_message(self, row: RowChange) -> Message:
         table = self._table_of(row)
         data, old = self._images(row)
-        value = compress(self.options.large_message_handle_compression, self._dml(row, table, data, old, False, ""))
+        key_only = self._key_only_delete(row)
+        value = compress(self.options.large_message_handle_compression,
+                         self._dml(row, table, data, old, key_only, ""))
         limit = self.options.max_message_bytes
         if len(value) + RECORD_OVERHEAD <= limit:
             return Message(None, value, (row,))
@@ -350,7 +357,7 @@ class Encoder(BaseEncoder):
             write_str(out, location)
         else:
             out.append(0x00)
-        out += b"\x02\x01" if handle_only and option != "none" else b"\x00"
+        out += b"\x02\x01" if handle_only else b"\x00"
         out.append(0x00)  # checksum: row checksums are not part of the model
         for image in (data, old):
             if image is None:
@@ -387,13 +394,14 @@ class Encoder(BaseEncoder):
     def _project_row(self, row: RowChange, encoding: str) -> RowChange:
         table = self._table_of(row)
         data, old = self._images(row)
-        value = compress(self.options.large_message_handle_compression, self._dml(row, table, data, old, False, ""))
-        handle_only = False
+        handle_only = self._key_only_delete(row)
+        value = compress(self.options.large_message_handle_compression,
+                         self._dml(row, table, data, old, handle_only, ""))
         option = self.options.large_message_handle_option
         if len(value) + RECORD_OVERHEAD > self.options.max_message_bytes:
             if option == "none":
                 raise EncodeError(PROTOCOL, "message exceeds max-message-bytes")
-            handle_only = option == "handle-key-only"
+            handle_only = handle_only or option == "handle-key-only"
         ordered, _ = table_plan(table)
         projected = project_table(table, encoding)
 

@@ -58,6 +58,18 @@ def _avro_handler(column: ColumnInfo) -> tuple[int, int]:
 
 def avro_long(buf: bytes, pos: int) -> tuple[int, int]:
     """A zigzag varint at ``pos`` and the offset after it; Decline where AvroReader.long fails."""
+    # Two and three bytes (ids, counters, lengths) unrolled; longer ones (TSOs, uint64s) looped.
+    low = buf[pos]  # IndexError past the end
+    if low < 0x80:
+        return (low >> 1) ^ -(low & 1), pos + 1
+    middle = buf[pos + 1]
+    if middle < 0x80:
+        result = (low & 0x7F) | middle << 7
+        return (result >> 1) ^ -(result & 1), pos + 2
+    high = buf[pos + 2]
+    if high < 0x80:
+        result = (low & 0x7F) | (middle & 0x7F) << 7 | high << 14
+        return (result >> 1) ^ -(result & 1), pos + 3
     result = shift = 0
     while True:
         byte = buf[pos]  # IndexError past the end

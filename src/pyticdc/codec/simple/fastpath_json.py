@@ -7,6 +7,7 @@ version (``JsonPlan``); anything else is declined to the reference path
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal, TypeAlias, cast
@@ -280,7 +281,7 @@ def _check_lax(message: bytes) -> None:
 
 def _check_lax_zero(message: bytes) -> None:
     # Only "-0" (or an escaped spelling of it) turns into a zero: cheaper than lax_json_safe.
-    if b"\\" in message or b'"-0"' in message:
+    if b'"-0"' in message or (b"\\u00" in message and _LAX_MINUS_ZERO.search(message) is not None):
         raise Decline
 
 
@@ -321,13 +322,15 @@ class _JsonCode:
         image = msgspec.defstruct("SimpleJsonLaxImage", image_fields, forbid_unknown_fields=True, gc=False)
         message_type = msgspec.defstruct("SimpleJsonLaxMessage", [
             ("type", Literal["INSERT", "UPDATE", "DELETE"]), ("version", _LAX_INT64, 0),
-            ("database", Literal[table.schema], ""), ("table", Literal[table.table], ""),
+            # database, table and schemaVersion are required: a message without one is not
+            # this table's (a fresh decoder reads it as a row of table "" or version 0).
+            ("database", Literal[table.schema]), ("table", Literal[table.table]),
             ("tableID", _LAX_INT64, 0), ("commitTs", _UNSIGNED63 | _NO_FLOAT | _NO_STR, 0),
-            ("buildTs", _LAX_INT64, 0), ("schemaVersion", Literal[table.schema_version] | _NO_FLOAT | _NO_STR, 0),
+            ("buildTs", _LAX_INT64, 0), ("schemaVersion", Literal[table.schema_version] | _NO_FLOAT | _NO_STR),
             # encoding/json leaves both out when empty/false (omitempty): present, they take the two-pass path
             ("claimCheckLocation", _NO_STR, ""), ("handleKeyOnly", _NO_STR, False),
             ("data", image | _NO_STR | None, None), ("old", image | _NO_STR | None, None),
-        ], forbid_unknown_fields=True, gc=False)
+        ], forbid_unknown_fields=True, gc=False, kw_only=True)
         namespace = {
             **common, "decode": msgspec.json.Decoder(message_type, strict=False).decode, "UPDATE": Op.UPDATE,
             "DELETE": Op.DELETE, "replace": msgspec.structs.replace,
@@ -381,6 +384,24 @@ def json_plan(table: TableInfo) -> JsonPlan | None:
 def lax_json_safe(message: bytes) -> bool:
     """Whether no string of the message is one lax mode misreads (see the comment on the readers).
 
-    No backslash means no escaped "null"/"-0"; then the plain spellings are the only ones left.
+    Such a string is a quote, its four (two) characters each written plainly or as a ``\\u``
+    escape (no other JSON escape yields a letter, a digit or a minus), and a quote: the patterns
+    match every spelling, so a backslash elsewhere (an escaped quote in a JSON column, a newline
+    in a text) no longer sends a message with a NULL to the two-pass path.
     """
-    return b"\\" not in message and b'"-0"' not in message and b'"null"' not in message.lower()
+    lowered = message.lower()
+    if b'"null"' in lowered or b'"-0"' in message:
+        return False
+    # Without an escaped n, u, l, minus or zero only those plain spellings could match (the
+    # patterns start with a quote, which re tries at every quote: run them only when needed).
+    if b"\\u00" not in message or _ESCAPED_CHARACTER.search(lowered) is None:
+        return True
+    return _LAX_NULL.search(lowered) is None and _LAX_MINUS_ZERO.search(message) is None
+
+
+#: "null" in any case (on the lowered message), each letter plain or \u-escaped (hex in any case).
+_LAX_NULL: Final = re.compile(rb'"(?:n|\\u00[46]e)(?:u|\\u00[57]5)(?:l|\\u00[46]c)(?:l|\\u00[46]c)"')
+#: A \u escape of a character of "null" (lowered) or "-0".
+_ESCAPED_CHARACTER: Final = re.compile(rb"\\u00(?:[46][ec]|[57]5|2d|30)")
+#: "-0", each character plain or \u-escaped.
+_LAX_MINUS_ZERO: Final = re.compile(rb'"(?:-|\\u002[dD])(?:0|\\u0030)"')

@@ -34,6 +34,7 @@ OPTIONS: Final = frozenset({
     "max_message_bytes", "large_message_handle_option", "large_message_handle_compression",
     "claim_check_storage_uri", "claim_check_raw_value", "encoding_format", "time_zone",
     "send_bootstrap_interval_in_sec", "send_bootstrap_in_msg_count", "send_bootstrap_to_all_partition",
+    "delete_only_output_handle_key_columns",
 })
 
 MASK64: Final = (1 << 64) - 1

@@ -294,6 +294,8 @@ def parse_int(text: str, column: ColumnInfo, path: str) -> int:
     """strconv.ParseInt of a JSON integer string, with BIGINT's ParseUint retry (DecodeError at ``path``)."""
     if _INT_RE.fullmatch(text) is None:
         raise DecodeError(PROTOCOL, f"not an integer: {text!r:.40}", path)
+    if len(text) > 21:  # a sign and 20 digits hold every 64-bit value; int() refuses > 4300 digits
+        raise DecodeError(PROTOCOL, f"integer out of range: {text!r:.40}", path)
     number = int(text)
     if _INT64_MIN <= number <= _INT64_MAX:
         return number
@@ -304,7 +306,7 @@ def parse_int(text: str, column: ColumnInfo, path: str) -> int:
 
 
 def _parse_uint(text: str, path: str) -> int:
-    if _UINT_RE.fullmatch(text) is None or int(text) > _MASK64:
+    if _UINT_RE.fullmatch(text) is None or len(text) > 21 or int(text) > _MASK64:
         raise DecodeError(PROTOCOL, f"not an unsigned integer: {text!r:.40}", path)
     return int(text)
 

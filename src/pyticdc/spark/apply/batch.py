@@ -1,0 +1,389 @@
+"""DistributedReplicator: one committed replica batch where only metadata reaches the driver.
+
+A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("kafka")``)::
+
+    decode       mapInArrow: records → change rows + metadata rows          (persisted; metadata collected)
+    plan         driver: watermarks, global watermark, DDL to release, waves (pyticdc.spark.apply.plan)
+    mark         mapInArrow: re-sent rows dropped, segment level; staged rows of the last batch unioned
+    de-dup       dropDuplicates on the consumer's change identity          (persisted; a summary collected)
+    stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
+    per level    net change per (table, handle) with max_by, then the engine applies every table's segment
+                 of the level in one job; then the driver executes the DDLs of the next wave
+    commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit)
+
+The progress and the table positions mean what they mean for the driver engine
+(:class:`pyticdc.replica.Replicator`): the consumer state holds offsets, per-partition resolved ts, the
+released ts and the DDLs that wait; the rows that wait are in the staging directory of the committed
+progress version instead of the state. A re-run after a crash re-reads the records from the committed
+offsets and the staged rows of the committed version; each table skips what its position says it holds.
+
+Simple (rows whose schema arrives later in the stream) is not supported here: use the driver engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import orjson
+import pyarrow as pa
+
+from pyticdc.arrow.rows import parse_table_info
+from pyticdc.codec import canonical_protocol
+from pyticdc.codec.timezone import load_zone
+from pyticdc.consumer import Consumer, handle_columns
+from pyticdc.consumer.state import ConsumerState, decode_state, encode_state
+from pyticdc.consumer.units import ApplyUnit, QuarantinedRecord
+from pyticdc.errors import ConfigError, ReplicaError
+from pyticdc.replica.applier import Hook
+from pyticdc.replica.pipeline import BatchReport, table_matcher
+from pyticdc.replica.store import APP_ID, rows_position
+from pyticdc.spark.apply.decode import CHANGE_SCHEMA, DECODED_SCHEMA, decode_records, decoded_row, mark_changes
+from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
+from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
+
+__all__ = ["DistributedReplicator", "supports"]
+
+TopicPartition = tuple[str, int]
+
+
+def supports(protocol: str) -> bool:
+    """Whether the distributed apply handles ``protocol`` (Simple's late schemas need the driver engine)."""
+    return canonical_protocol(protocol) != "simple"
+
+
+def _spark_schema(schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+class DistributedReplicator:
+    """The replication pipeline with decode, de-duplication, net change and MERGE in Spark executors.
+
+    Same constructor arguments and :meth:`process` result as :class:`pyticdc.replica.Replicator`, plus the
+    Spark session; :meth:`process` takes a DataFrame with the Kafka source columns instead of records.
+    """
+
+    def __init__(
+        self, spark: Any, warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
+        partitions: Mapping[str, int], tables: Sequence[str] | None = None, time_zone: str | None = None,
+        hook: Hook | None = None, app_id: str = APP_ID, storage_options: Mapping[str, str] | None = None,
+        source: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.protocol = canonical_protocol(protocol)
+        if not supports(self.protocol):
+            raise ConfigError(f"the distributed engine does not replicate {self.protocol} (schemas that arrive after "
+                              "their rows): use engine='driver'")
+        self.spark = spark
+        self.options = {str(k): str(v) for k, v in (options or {}).items()}
+        zone = time_zone or str(self.options.get("time-zone", self.options.get("time_zone", "UTC")))
+        load_zone(zone)
+        self.replica = SegmentReplica(warehouse, app_id=app_id, time_zone=zone, table_filter=table_matcher(tables),
+                                      hook=hook, storage_options=storage_options)
+        progress = self.replica.progress
+        recorded = progress.source.get("protocol")
+        if recorded and recorded != self.protocol:
+            raise ConfigError(f"{warehouse} replicates a {recorded} changefeed; it cannot continue from {self.protocol}"
+                              " records (use another warehouse)")
+        # Validates protocol and options (watermarks need enable-tidb-extension, ...) and reads the state.
+        consumer = Consumer(self.protocol, self.options, partitions=partitions, state=progress.state,
+                            unit_states=False)
+        self.state = decode_state(consumer.state())
+        self.source = {**dict(source or {}), "protocol": self.protocol,
+                       "options": {k: v for k, v in sorted(self.options.items())}, "engine": "distributed"}
+        self.partitions = dict(partitions)
+        self.engine = DeltaRsEngine()
+        self._broken: BaseException | None = None
+        #: Spark jobs of the last batch's applies (one per level).
+        self.apply_jobs = 0
+        #: Seconds spent per stage (decode, dedup, stage, apply, commit) over the batches of this replicator.
+        self.timings: dict[str, float] = {}
+
+    @property
+    def broken(self) -> bool:
+        """Whether a batch failed (build a new one to resume from the progress)."""
+        return self._broken is not None
+
+    @property
+    def progress(self) -> Any:
+        """The last committed progress."""
+        return self.replica.progress
+
+    def next_offsets(self) -> dict[TopicPartition, int]:
+        """Per partition, the offset the next batch starts at."""
+        subscribed = {(t, p): 0 for t, count in self.partitions.items() for p in range(count)}
+        return {**subscribed, **self.state.next_offsets}
+
+    def extend_partitions(self, partitions: Mapping[str, int]) -> None:
+        """Subscribe to partitions that appeared since."""
+        for topic, count in partitions.items():
+            self.partitions[topic] = max(self.partitions.get(topic, 0), count)
+
+    def _lap(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + now - since
+        return now
+
+    def _staging(self, version: int) -> Path:
+        return self.replica.store.internal_path("staging") / f"v{version}"
+
+    def _infos_path(self, version: int) -> Path:
+        return self.replica.store.internal_path("staging") / f"v{version}.infos.json"
+
+    # ------------------------------------------------------------------ a batch
+    def process(self, records: Any) -> BatchReport:
+        """Replicate one DataFrame of raw records (Kafka source columns); the committed batch's report."""
+        if self._broken is not None:
+            raise ReplicaError(f"this replicator failed ({self._broken!r}): create a new one to resume")
+        started = time.perf_counter()
+        cached: list[Any] = []
+        try:
+            report = self._process(records, cached)
+        except BaseException as exc:
+            self._broken = exc
+            raise
+        finally:
+            for frame in cached:
+                frame.unpersist()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _process(self, records: Any, cached: list[Any]) -> BatchReport:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        version = self.progress.version
+        report = BatchReport(version=version + 1)
+        stats_before = msgspec.structs.replace(self.replica.stats)
+        start = self.next_offsets()
+        columns = ["key", "value", "topic", "partition", "offset"]
+        raw = records.select(*[F.col(c) for c in columns]).withColumn("partition", F.col("partition").cast("int"))
+        decode = functools.partial(decode_records, protocol=self.protocol, options=self.options, start=start)
+        decoded = raw.mapInArrow(decode, _spark_schema(DECODED_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(decoded)
+        clock = time.perf_counter()
+        meta = decoded.where(F.col("kind") != "row").toArrow().to_pylist()
+        clock = self._lap("decode", clock)
+        subscription = [(t, p) for t, count in self.partitions.items() for p in range(count)]
+        plan = plan_batch(meta, self.state, subscription, self.protocol)
+        for topic, count in _counts(plan.next_offsets).items():
+            self.partitions[topic] = max(self.partitions.get(topic, 0), count)
+        report.records = plan.records + len(plan.lines)
+        changes = self._changes(decoded, plan, version)
+        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(changes)
+        limit = plan.limit
+        summary = (changes.groupBy("tkey", "level", (F.col("ts") > limit).alias("pending"))
+                   .agg(F.count(F.lit(1)).alias("rows"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+                        F.max((F.col("row_id") != 0).cast("int")).alias("any_rowid"),
+                        F.collect_set("info").alias("infos"), F.collect_set("hkind").alias("hkinds"),
+                        F.max_by("info", F.struct("ts", "rank")).alias("latest"),
+                        F.sum(F.col("staged").cast("int")).alias("staged"))
+                   .toArrow().to_pylist())
+        clock = self._lap("dedup", clock)
+        pending = sum(s["rows"] for s in summary if s["pending"])
+        if pending:
+            (changes.where(F.col("ts") > limit).drop("level", "staged").write.mode("overwrite")
+             .parquet(str(self._staging(version + 1))))
+            # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes).
+            wanted = {i for s in summary if s["pending"] for i in s["infos"]}
+            self._infos_path(version + 1).write_bytes(
+                orjson.dumps({i: plan.infos[i] for i in sorted(wanted) if i in plan.infos}))
+        clock = self._lap("stage", clock)
+        self.apply_jobs = 0
+        for level in range(plan.waves + 1):
+            segments = [s for s in summary if not s["pending"] and s["level"] == level]
+            if segments:
+                self._apply_level(changes, plan, level, segments)
+            for wave, ddl in plan.ddls:
+                if wave == level + 1:
+                    self.replica.apply(ApplyUnit(kind="ddl", ddl=ddl, consistent_ts=ddl.commit_ts))
+        clock = self._lap("apply", clock)
+        self._quarantine(plan)
+        self.replica.apply(ApplyUnit(kind="checkpoint", consistent_ts=limit))
+        released = sum(s["rows"] for s in summary if not s["pending"])
+        new_rows = sum(s["rows"] - s["staged"] for s in summary)
+        read_rows = sum(r["row_id"] or 0 for r in meta if r["kind"] == "part")
+        state = self._next_state(plan, released, new_rows, read_rows)
+        progress = self.replica.commit(encode_state(state), source=self.source,
+                                       stats={"consumer": msgspec.to_builtins(state.stats), "pending_rows": pending})
+        self.state = state
+        self._clean_staging(progress.version)
+        self._lap("commit", clock)
+        replica = self.replica.stats
+        report.version = progress.version
+        report.consistent_ts = progress.consistent_ts
+        report.rows_released = released
+        report.ddls_released = len(plan.ddls)
+        report.rows_applied = replica.rows_applied - stats_before.rows_applied
+        report.quarantined = replica.quarantined - stats_before.quarantined
+        report.watermark = min(plan.resolved.values()) if plan.resolved else 0
+        report.pending_rows = pending
+        report.tables = dict(progress.tables)
+        report.unhandled_ddl = list(self.replica.unhandled)
+        report.rows_duplicate = max(0, read_rows - new_rows)
+        report.rows_filtered = replica.rows_filtered - stats_before.rows_filtered
+        report.rejected = len(plan.quarantined) + len(plan.lines)
+        return report
+
+    def _changes(self, decoded: Any, plan: BatchPlan, version: int) -> Any:
+        from pyspark.sql import functions as F
+
+        schema = _spark_schema(CHANGE_SCHEMA)
+        fresh = decoded.where(F.col("kind") == "row").mapInArrow(
+            functools.partial(mark_changes, marks=plan.marks, staged=False), schema)
+        frames = [fresh]
+        staging = self._staging(version)
+        if staging.exists():
+            infos = self._infos_path(version)
+            if infos.exists():
+                for ident, text in orjson.loads(infos.read_bytes()).items():
+                    plan.infos.setdefault(ident, text)
+            staged = self.spark.read.schema(_spark_schema(DECODED_SCHEMA)).parquet(str(staging))
+            frames.append(staged.mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=True), schema))
+        if self.state.rows:
+            # A state written by the driver engine holds its waiting rows itself: they join as staged rows.
+            rows = [decoded_row(b.row) for b in self.state.rows]
+            table = pa.Table.from_pylist(rows, schema=CHANGE_SCHEMA).drop_columns(["staged", "level"])
+            frames.append(self.spark.createDataFrame(table.to_pandas(), schema=_spark_schema(DECODED_SCHEMA))
+                          .mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=True), schema))
+            for buffered in self.state.rows:
+                if buffered.row.table_info is not None:
+                    from pyticdc.spark.apply.decode import info_id
+
+                    ident, text = info_id(buffered.row.table_info)
+                    plan.infos.setdefault(ident, text)
+        union = frames[0]
+        for frame in frames[1:]:
+            union = union.unionByName(frame)
+        return union.dropDuplicates(["ident"])
+
+    def _apply_level(self, changes: Any, plan: BatchPlan, level: int, segments: list[dict[str, Any]]) -> None:
+        from pyspark.sql import functions as F
+
+        tasks: dict[str, SegmentTask] = {}
+        meta: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for seg in sorted(segments, key=lambda s: s["tkey"]):
+            key_text = seg["tkey"]
+            schema, table = key_text.split("\x00", 1)
+            infos = [parse_table_info(plan.infos[i]) for i in seg["infos"] if i in plan.infos]
+            latest = parse_table_info(plan.infos[seg["latest"]]) if seg["latest"] in plan.infos else None
+            strategy = _strategy(set(seg["hkinds"]), f"{schema}.{table}")
+            columns = handle_columns(latest)
+            barrier = next_barrier(plan, key_text, level)
+            position = rows_position(plan.limit if barrier is None else max(seg["last_ts"], barrier - 1))
+            task = self.replica.prepare((schema, table), infos, seg["first_ts"], bool(seg["any_rowid"]), strategy,
+                                        columns, position, seg["rows"])
+            if task is not None:
+                tasks[key_text] = task
+                meta[key_text] = (strategy, columns)
+        if not tasks:
+            return
+        held = self.spark.createDataFrame([(k, t.held) for k, t in tasks.items()], "tkey string, held long")
+        rows = (changes.where((F.col("level") == level) & (F.col("ts") <= plan.limit))
+                .join(F.broadcast(held), "tkey"))
+        reduced = _net_change(rows)
+        for key_text, task in tasks.items():
+            self.replica.hook_point("before-table-commit", table=tuple(key_text.split("\x00", 1)),
+                                    position=task.position, kind="merge")
+        results = self.engine.apply(reduced, tasks)
+        self.apply_jobs += 1
+        for result in results:
+            key_text = result["tkey"]
+            strategy, columns = meta[key_text]
+            key = key_text.split("\x00", 1)
+            self.replica.finish((key[0], key[1]), tasks[key_text], result, strategy, columns)
+        for key_text, task in tasks.items():
+            self.replica.hook_point("after-table-commit", table=tuple(key_text.split("\x00", 1)),
+                                    position=task.position, kind="merge")
+
+    def _quarantine(self, plan: BatchPlan) -> None:
+        from pyticdc.errors import CaptureError
+        from pyticdc.io.capture import parse_line
+
+        records = list(plan.quarantined)
+        for topic, offset, key, value in plan.lines:
+            where = f"{topic.removeprefix('file:')} (byte {offset})"
+            try:
+                parse_line(value or b"", "jsonl", where)
+                reason = f"capture: {where}: not a record of a Kafka partition"
+            except CaptureError as exc:
+                reason = f"capture: {exc}"
+            records.append(QuarantinedRecord(topic=topic, partition=-1, offset=offset, protocol=self.protocol,
+                                             reason=reason, key=key, value=value))
+        if records:
+            self.replica.apply(ApplyUnit(kind="quarantine", quarantined=tuple(records),
+                                         consistent_ts=self.replica.consistent_ts))
+
+    def _next_state(self, plan: BatchPlan, released: int, new_rows: int, read_rows: int) -> ConsumerState:
+        stats = msgspec.structs.replace(self.state.stats)
+        stats.records += plan.records
+        stats.rows_buffered += new_rows
+        stats.rows_replayed += 0
+        stats.rows_duplicate += max(0, read_rows - new_rows)
+        stats.rows_released += released
+        stats.ddls_released += len(plan.ddls)
+        stats.ddls_replayed += plan.ddls_replayed
+        stats.ddls_duplicate += plan.ddls_duplicate
+        stats.watermarks += plan.watermarks
+        stats.watermarks_stale += plan.watermarks_stale
+        stats.quarantined += len(plan.quarantined)
+        return ConsumerState(protocol=self.protocol, next_offsets=plan.next_offsets, resolved=plan.resolved,
+                             released_ts=plan.limit, next_seq=self.state.next_seq, rows=[], ddls=plan.pending_ddls,
+                             schemas=self.state.schemas, stats=stats, quarantine_marks=plan.quarantine_marks)
+
+    def _clean_staging(self, committed: int) -> None:
+        root = self.replica.store.internal_path("staging")
+        if not root.is_dir():
+            return
+        for folder in root.iterdir():
+            if folder.name in (f"v{committed}", f"v{committed}.infos.json"):
+                continue
+            if folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+            else:
+                folder.unlink(missing_ok=True)
+
+
+def _counts(offsets: Mapping[TopicPartition, int]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for topic, partition in offsets:
+        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    return counts
+
+
+def _strategy(kinds: set[str], name: str) -> str:
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    raise ReplicaError(f"{name}: rows of one segment name their handles differently ({sorted(kinds)}); the "
+                       "distributed engine cannot fold them: use engine='driver'")
+
+
+def _net_change(rows: Any) -> Any:
+    """One row per (table, handle): its last action in apply order, and fresh/stale change counts."""
+    from pyspark.sql import functions as F
+
+    fresh = (F.col("ts") * 2) > F.col("held")
+    order = F.struct("ts", "rank", "sub", (~F.col("staged")).cast("int").alias("new"), "offset", "idx")
+    common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "offset", "idx", "held"]
+    deletes = (rows.where((F.col("op") == "delete") | ((F.col("op") == "update") & F.col("pre").isNotNull()))
+               .where(F.col("pre").isNotNull())
+               .select(*common, F.col("pre_h").alias("h"), F.lit("delete").alias("act"), F.lit(0).alias("sub"),
+                       F.col("pre").alias("img"), (F.col("op") == "delete").cast("int").alias("primary"),
+                       F.lit(-1).alias("delta")))
+    upserts = (rows.where((F.col("op") != "delete") & F.col("post").isNotNull())
+               .select(*common, F.col("post_h").alias("h"), F.lit("upsert").alias("act"), F.lit(1).alias("sub"),
+                       F.col("post").alias("img"), F.lit(1).alias("primary"), F.lit(1).alias("delta")))
+    actions = deletes.unionByName(upserts).withColumn("fresh", fresh)
+    return (actions.groupBy("tkey", "h")
+            .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko"), order).alias("w"),
+                 F.sum(F.when(F.col("fresh"), F.col("primary")).otherwise(0)).alias("fresh"),
+                 F.sum(F.when(~F.col("fresh"), F.col("primary")).otherwise(0)).alias("stale"),
+                 F.sum(F.when(F.col("fresh"), F.col("delta")).otherwise(0)).alias("net"))
+            .select("tkey", "w.*", "fresh", "stale", "net"))

@@ -1,0 +1,279 @@
+"""Executor side of the distributed apply: Kafka records → change rows with their images, as Arrow (pure).
+
+:func:`decode_records` is the body of the first ``mapInArrow``: each record decoded where it was read, one
+output row per event. Row changes carry everything the later Spark stages need without their Python
+objects: the table (``tkey``), commit ts and operation rank (apply order), a digest of the consumer's change
+identity (de-duplication), digests of the pre- and post-image handles (net change per handle), the images as
+canonical texts (typed projection at apply time) and a digest naming their TableInfo. The other events —
+watermarks, DDL (the event pickled), undecodable records with their bytes — and one ``info`` row per distinct
+TableInfo and one ``part`` row per Kafka partition (records read, last offset) are the batch's metadata: the
+only rows the driver collects.
+
+:func:`mark_changes` is the body of the second ``mapInArrow``, once the driver knows the watermarks and the
+DDL barriers: it drops re-sent rows (at or below their partition's resolved ts where they were read) and
+gives each row the level of its segment (see :mod:`pyticdc.spark.apply.plan`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+import pyarrow as pa
+
+from pyticdc.arrow.rows import new_decoder, row_images, table_info_json
+from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, image_handle
+from pyticdc.errors import DecodeError
+from pyticdc.model import DDLEvent, Op, RowChange, TableInfo, Watermark
+
+__all__ = ["CHANGE_SCHEMA", "DECODED_SCHEMA", "change_values", "decode_records", "info_id", "mark_changes",
+           "tkey"]
+
+#: Exceptions a buggy decoder may leak on hostile bytes (as the consumer engine treats them).
+_DECODER_BUGS: Final = (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError, OverflowError,
+                        RecursionError)
+
+_FIELDS: Final = [
+    ("kind", pa.string()),          # row | ddl | wm | error | line | info | part
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("idx", pa.int32()),            # event index in the record
+    ("tkey", pa.string()),          # "schema\x00table"
+    ("ts", pa.int64()),             # commit ts, resolved ts; records read for ``part``
+    ("op", pa.string()),
+    ("rank", pa.int8()),
+    ("ident", pa.binary()),
+    ("pre_h", pa.binary()),
+    ("post_h", pa.binary()),
+    ("hkind", pa.string()),         # key | rowid | image: how this row names its handle
+    ("row_id", pa.int64()),
+    ("pre", pa.string()),           # images as JSON {name: canonical text}
+    ("post", pa.string()),
+    ("marks", pa.string()),         # JSON list of names whose text is base64
+    ("info", pa.string()),          # TableInfo digest (``info`` rows: the JSON in ``text``)
+    ("hko", pa.bool_()),
+    ("text", pa.string()),          # error reason, TableInfo JSON
+    ("raw_key", pa.binary()),
+    ("raw_value", pa.binary()),     # the record's bytes (error, line); the pickled DDLEvent (ddl)
+]
+#: Columns of the decoded frame.
+DECODED_SCHEMA: Final = pa.schema(_FIELDS)
+#: Columns of a change row after :func:`mark_changes` (staged rows keep them).
+CHANGE_SCHEMA: Final = pa.schema([*_FIELDS, ("staged", pa.bool_()), ("level", pa.int32())])
+_NAMES: Final = DECODED_SCHEMA.names
+
+
+def tkey(schema: str, table: str) -> str:
+    """The table key column value of ``schema.table`` (NUL cannot occur in a TiDB name)."""
+    return f"{schema}\x00{table}"
+
+
+def _digest(value: Any) -> bytes:
+    # repr is exact for the handle values (int, str, bytes, None, floats): equal handles, equal digests.
+    return hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+_INFO_IDS: dict[int, tuple[TableInfo, str, str]] = {}
+
+
+def info_id(info: TableInfo) -> tuple[str, str]:
+    """(digest, JSON) of a TableInfo (cached by identity: decoders reuse one per table header)."""
+    hit = _INFO_IDS.get(id(info))
+    if hit is not None and hit[0] is info:
+        return hit[1], hit[2]
+    text = table_info_json(info)
+    ident = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    if len(_INFO_IDS) > 4096:
+        _INFO_IDS.clear()
+    _INFO_IDS[id(info)] = (info, ident, text)
+    return ident, text
+
+
+def _hkind(row: RowChange) -> str:
+    columns = handle_columns(row.table_info)
+    if columns:
+        images = [image for image in (row.columns, row.pre_columns) if image is not None]
+        if all(all(name in image for name in columns) for image in images):
+            return "key"
+    return "rowid" if row.row_id else "image"
+
+
+def change_values(row: RowChange, infos: dict[str, str] | None = None) -> dict[str, Any]:
+    """The change-row fields of one row change (``infos`` collects digest → TableInfo JSON)."""
+    post, pre, marks = row_images(row)
+    ident = ""
+    if row.table_info is not None:
+        ident, text = info_id(row.table_info)
+        if infos is not None:
+            infos.setdefault(ident, text)
+    return {
+        "kind": "row", "tkey": tkey(row.schema, row.table), "ts": row.commit_ts, "op": row.op.value,
+        "rank": OP_RANK[row.op], "ident": _digest(change_identity(row)),
+        "pre_h": None if row.pre_columns is None else _digest(image_handle(row, row.pre_columns)),
+        "post_h": None if row.columns is None else _digest(image_handle(row, row.columns)),
+        "hkind": _hkind(row), "row_id": row.row_id or 0,
+        "pre": None if pre is None else orjson.dumps(dict(zip(pre[0], pre[1]))).decode(),
+        "post": None if post is None else orjson.dumps(dict(zip(post[0], post[1]))).decode(),
+        "marks": orjson.dumps(marks).decode() if marks else None, "info": ident, "hko": row.handle_key_only,
+    }
+
+
+class _Out:
+    """Column lists of the output batch."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {name: [] for name in _NAMES}
+        self.size = 0
+
+    def add(self, values: Mapping[str, Any]) -> None:
+        for name, column in self.columns.items():
+            column.append(values.get(name))
+        self.size += 1
+
+    def batch(self) -> pa.RecordBatch:
+        batch = pa.RecordBatch.from_pydict(self.columns, schema=DECODED_SCHEMA)
+        self.columns = {name: [] for name in _NAMES}
+        self.size = 0
+        return batch
+
+
+def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Mapping[str, str],
+                   start: Mapping[tuple[str, int], int], batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
+    """Records (Kafka source columns) → decoded rows; records below ``start`` (already consumed) are skipped."""
+    decoder = new_decoder(protocol, options)
+    out = _Out()
+    infos: dict[str, str] = {}
+    parts: dict[tuple[str, int], list[int]] = {}
+    for batch in batches:
+        data = batch.to_pydict()
+        for key, value, topic, partition, offset in zip(data["key"], data["value"], data["topic"],
+                                                        data["partition"], data["offset"]):
+            where = {"topic": topic, "partition": partition, "offset": offset, "idx": 0}
+            if partition < 0:
+                out.add({**where, "kind": "line", "raw_key": key, "raw_value": value})
+                continue
+            if offset < start.get((topic, partition), 0):
+                continue
+            seen = parts.setdefault((topic, partition), [0, -1, 0])
+            seen[0] += 1
+            seen[1] = max(seen[1], offset)
+            seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos)
+            if out.size >= batch_rows:
+                yield out.batch()
+    for ident, text in infos.items():
+        out.add({"kind": "info", "info": ident, "text": text})
+    for (topic, partition), (count, last, rows) in parts.items():
+        # Records read (ts), the last offset and the row events decoded (row_id) of each partition.
+        out.add({"kind": "part", "topic": topic, "partition": partition, "offset": last, "ts": count,
+                 "row_id": rows})
+    if out.size:
+        yield out.batch()
+
+
+def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | None, where: dict[str, Any],
+                out: _Out, infos: dict[str, str]) -> int:
+    reason = ""
+    events: list[Any] = []
+    try:
+        events = decoder.decode(value, key)
+    except DecodeError as exc:
+        reason = str(exc)
+    except _DECODER_BUGS as exc:
+        reason = f"decoder raised {type(exc).__name__}: {exc}"
+    if not reason and any(isinstance(e, RowChange) and (not e.table or e.commit_ts <= 0) for e in events):
+        # The consumer engine's rule: a row of no table or no commit ts means the record is not this protocol.
+        reason = f"{protocol}: a row naming no table or no commit ts is not a change (is the protocol right?)"
+    if reason:
+        out.add({**where, "kind": "error", "text": reason, "raw_key": key, "raw_value": value})
+        return 0
+    rows = 0
+    for index, event in enumerate(events):
+        here = {**where, "idx": index}
+        if isinstance(event, RowChange):
+            out.add({**here, **change_values(event, infos)})
+            rows += 1
+        elif isinstance(event, Watermark):
+            out.add({**here, "kind": "wm", "ts": event.resolved_ts})
+        elif isinstance(event, DDLEvent):
+            out.add({**here, "kind": "ddl", "ts": event.commit_ts, "tkey": tkey(event.schema, event.table),
+                     "raw_value": pickle.dumps(event)})
+    return rows
+
+
+class Marks:
+    """What :func:`mark_changes` needs from the driver: resolved ts steps per partition, DDL barriers."""
+
+    def __init__(self, steps: Mapping[tuple[str, int], tuple[list[tuple[int, int]], list[int]]],
+                 initial: Mapping[tuple[str, int], int], released: int,
+                 barriers: Mapping[str, tuple[list[int], list[int]]], global_barriers: tuple[list[int], list[int]]):
+        #: (topic, partition) → positions (offset, idx) of its watermarks and the resolved ts after each.
+        self.steps = dict(steps)
+        self.initial = dict(initial)
+        self.released = released
+        #: tkey → (barrier commit ts list, their levels), global barriers merged in.
+        self.barriers = dict(barriers)
+        self.global_barriers = global_barriers
+
+    def resolved_before(self, topic: str, partition: int, offset: int, idx: int) -> int:
+        """The partition's resolved ts just before the event at (offset, idx)."""
+        base = self.initial.get((topic, partition), 0)
+        step = self.steps.get((topic, partition))
+        if step is None:
+            return base
+        positions, values = step
+        at = bisect.bisect_left(positions, (offset, idx))
+        return max(base, values[at - 1]) if at else base
+
+    def level(self, key: str, ts: int) -> int:
+        """The segment level of a row of table ``key`` committed at ``ts`` (rows at a DDL's ts go before it)."""
+        times, levels = self.barriers.get(key, self.global_barriers)
+        at = bisect.bisect_left(times, ts)
+        return levels[at - 1] if at else 0
+
+
+def mark_changes(batches: Iterator[pa.RecordBatch], marks: Marks, staged: bool) -> Iterator[pa.RecordBatch]:
+    """Row changes → themselves with ``staged`` and ``level``, re-sent ones dropped (kept: rows of ``staged`` input)."""
+    for batch in batches:
+        # Only the columns the marks read become Python objects (the images stay Arrow).
+        data = {name: batch.column(name).to_pylist() for name in ("topic", "partition", "offset", "idx", "tkey", "ts")}
+        keep: list[int] = []
+        levels: list[int] = []
+        for index, (topic, partition, offset, idx, key, ts) in enumerate(zip(
+                data["topic"], data["partition"], data["offset"], data["idx"], data["tkey"], data["ts"])):
+            if not staged and (ts <= marks.released or ts <= marks.resolved_before(topic, partition, offset, idx)):
+                continue
+            keep.append(index)
+            levels.append(marks.level(key, ts))
+        if not keep:
+            continue
+        taken = batch.select(_NAMES).take(pa.array(keep, pa.int32()))
+        yield pa.RecordBatch.from_arrays(
+            [*taken.columns, pa.array([staged] * len(keep), pa.bool_()), pa.array(levels, pa.int32())],
+            schema=CHANGE_SCHEMA)
+
+
+def ordered_steps(watermarks: Sequence[tuple[int, int, int]]) -> tuple[list[tuple[int, int]], list[int]]:
+    """(offset, idx, resolved ts) of one partition's watermarks → positions and the running max after each."""
+    positions: list[tuple[int, int]] = []
+    values: list[int] = []
+    high = 0
+    for offset, idx, resolved in sorted(watermarks):
+        high = max(high, resolved)
+        positions.append((offset, idx))
+        values.append(high)
+    return positions, values
+
+
+def decoded_row(row: RowChange) -> dict[str, Any]:
+    """A buffered row of a driver-engine state as a staged change row (switching engines)."""
+    return {**change_values(row), "topic": "", "partition": -1, "offset": -1, "idx": 0, "staged": True, "level": 0}
+
+
+def op_of(text: str) -> Op:
+    """The Op of an ``op`` column value."""
+    return Op(text)

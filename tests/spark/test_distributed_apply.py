@@ -1,0 +1,106 @@
+"""The distributed apply: its plan (pure), and the same faulty inputs replicated by both engines on Spark."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyticdc.consumer.state import ConsumerState
+from pyticdc.model import ActionType, DDLEvent
+from pyticdc.replica import read_progress, replica_tables
+from pyticdc.replica.store import DeltaStore
+from pyticdc.spark.apply.decode import Marks, ordered_steps, tkey
+from pyticdc.spark.apply.plan import next_barrier, plan_batch
+
+
+def _ddl(ts: int, table: str, action: ActionType = ActionType.ADD_COLUMN) -> DDLEvent:
+    return DDLEvent(query=f"ALTER {table} @{ts}", ddl_type=int(action), commit_ts=ts, schema="s", table=table)
+
+
+def _meta_ddl(ddl: DDLEvent, partition: int, offset: int) -> dict[str, Any]:
+    return {"kind": "ddl", "topic": "t", "partition": partition, "offset": offset, "idx": 0,
+            "raw_value": pickle.dumps(ddl)}
+
+
+def _wm(partition: int, offset: int, ts: int) -> dict[str, Any]:
+    return {"kind": "wm", "topic": "t", "partition": partition, "offset": offset, "idx": 0, "ts": ts}
+
+
+def test_resolved_before_is_the_running_maximum_of_earlier_watermarks() -> None:
+    steps = {("t", 0): ordered_steps([(5, 0, 100), (2, 0, 50), (9, 0, 80)])}
+    marks = Marks(steps, {("t", 0): 10}, 0, {}, ([], []))
+    assert [marks.resolved_before("t", 0, offset, 0) for offset in (0, 2, 3, 5, 6, 9, 10)] == \
+        [10, 10, 50, 50, 100, 100, 100]  # the stale 80 after 100 changes nothing
+    assert marks.resolved_before("t", 1, 7, 0) == 0
+
+
+def test_plan_drops_resent_and_broadcast_ddls_and_releases_up_to_the_global_watermark() -> None:
+    a1, b1, a2, late = _ddl(20, "a"), _ddl(21, "b"), _ddl(30, "a"), _ddl(90, "a")
+    meta = [_wm(0, 0, 10), _wm(1, 0, 10),
+            _meta_ddl(a1, 0, 1), _meta_ddl(a1, 1, 1),      # broadcast to both partitions
+            _meta_ddl(b1, 0, 2), _meta_ddl(a2, 1, 3),
+            _wm(0, 4, 50), _wm(1, 4, 40),
+            _meta_ddl(a1, 0, 5),                           # re-sent after its partition's watermark passed it
+            _meta_ddl(late, 0, 6), _wm(0, 7, 95),
+            {"kind": "part", "topic": "t", "partition": 0, "offset": 7, "ts": 8},
+            {"kind": "part", "topic": "t", "partition": 1, "offset": 4, "ts": 5}]
+    state = ConsumerState(protocol="canal-json", next_offsets={}, resolved={})
+    plan = plan_batch(meta, state, [("t", 0), ("t", 1)], "canal-json")
+    assert plan.limit == 40 and plan.resolved == {("t", 0): 95, ("t", 1): 40}
+    assert plan.next_offsets == {("t", 0): 8, ("t", 1): 5} and plan.records == 13
+    assert [(wave, d.commit_ts) for wave, d in plan.ddls] == [(1, 20), (1, 21), (2, 30)]
+    assert plan.pending_ddls == [late]
+    assert plan.ddls_duplicate == 1 and plan.ddls_replayed == 1
+    # Rows of ``a`` between its two DDLs are level 1 and end at the second; ``b`` after its DDL runs to the end.
+    key_a, key_b = tkey("s", "a"), tkey("s", "b")
+    assert [plan.marks.level(key_a, ts) for ts in (15, 20, 25, 30, 35)] == [0, 0, 1, 1, 2]
+    assert plan.marks.level(key_b, 22) == 1 and plan.marks.level(tkey("s", "c"), 35) == 0
+    assert next_barrier(plan, key_a, 0) == 20 and next_barrier(plan, key_a, 1) == 30
+    assert next_barrier(plan, key_a, 2) is None and next_barrier(plan, key_b, 1) is None
+
+
+def test_a_rename_is_a_barrier_for_every_table_and_a_wave_of_its_own() -> None:
+    ddls = [_ddl(10, "a"), _ddl(11, "b", ActionType.RENAME_TABLE), _ddl(12, "c")]
+    meta = [_meta_ddl(d, 0, i) for i, d in enumerate(ddls)] + [_wm(0, 5, 100)]
+    plan = plan_batch(meta, ConsumerState(protocol="open-protocol", next_offsets={}, resolved={}), [("t", 0)],
+                      "open-protocol")
+    assert [wave for wave, _ in plan.ddls] == [1, 2, 3]
+    assert plan.marks.level(tkey("s", "z"), 50) == 2  # no DDL of its own: the rename still cuts it
+    assert plan.marks.level(tkey("s", "c"), 50) == 3
+
+
+# --------------------------------------------------------------------------- both engines, same inputs
+def _tables(warehouse: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    store = DeltaStore(warehouse)
+    out = {}
+    for entry in replica_tables(warehouse):
+        data = store.read(warehouse / entry["path"]).to_pylist()
+        out[(entry["schema"], entry["table"])] = sorted(data, key=repr)
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("protocol", "seed"), [("canal-json", 21), ("open-protocol", 22), ("craft", 23),
+                                                ("debezium", 24)])
+def test_distributed_engine_builds_the_replica_the_driver_engine_builds(spark: Any, tmp_path: Path, protocol: str,
+                                                                        seed: int) -> None:
+    from pyticdc.sim import FaultPlan, WorkloadConfig, simulate
+    from pyticdc.spark.selftest import CrashPlan, check_history_on_spark
+
+    options = {"enable-tidb-extension": "true"} if protocol in ("canal-json", "debezium") else {}
+    history = simulate(seed, WorkloadConfig(transactions=30))
+    plan = FaultPlan(garbage=1)  # duplicates, TiCDC restarts with stale watermarks, replayed ranges, garbage
+    reports = {}
+    for engine in ("driver", "distributed"):
+        crashes = CrashPlan(crashes=[("before-progress", 1), ("after-table-commit", 3)])
+        reports[engine] = check_history_on_spark(
+            spark, history, protocol, options, plan=plan, seed=seed, workdir=tmp_path / engine, batches=3,
+            crash_plan=crashes, engine=engine)
+        assert sorted(c.split(" ", 1)[0] for c in reports[engine].crashes) == ["after-table-commit", "before-progress"]
+    driver, distributed = tmp_path / "driver" / "warehouse", tmp_path / "distributed" / "warehouse"
+    assert read_progress(DeltaStore(distributed)).consistent_ts == read_progress(DeltaStore(driver)).consistent_ts
+    assert _tables(distributed) == _tables(driver)
+    assert reports["distributed"].quarantined == reports["driver"].quarantined == 1
