@@ -87,7 +87,7 @@ def test_decode_kafka_stream(spark: Any, kafka_broker: Any, capture: Path, tmp_p
     topic = kafka_broker.new_topic(partitions=1, prefix="examples")
     servers = kafka_broker.config["bootstrap.servers"]
     produced = subprocess.run([sys.executable, "-m", "pyticdc", "produce", "-p", "canal-json", "-o",
-                               "enable-tidb-extension=true", "--seed", "2", "--transactions", "20",
+                               "enable-tidb-extension=true", "--seed", "2", "--transactions", "20", "--partitions", "1",
                                "--output-bootstrap-servers", servers, "--output-topic", topic],
                               capture_output=True, text=True)
     assert produced.returncode == 0, produced.stderr
