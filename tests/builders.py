@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Op, Row, RowChange, TableInfo
+from pyticdc.model import ColumnFlag, ColumnInfo, Event, IndexInfo, Op, Row, RowChange, TableInfo
 
-__all__ = ["PK", "TEXT", "TS", "column", "delete", "insert", "table", "update"]
+__all__ = ["PK", "TEXT", "TS", "column", "columns_of", "delete", "insert", "pre_columns_of", "row_of", "table",
+           "update"]
 
 #: A commit ts whose physical part is a plausible time (2023-11-30).
 TS = 445_904_548_454_400_000
@@ -60,3 +61,25 @@ def delete(info: TableInfo, pre: Mapping[str, Any], commit_ts: int = TS, **kw: A
     """A DELETE of ``pre``."""
     return RowChange(op=Op.DELETE, schema=info.schema, table=info.table, commit_ts=commit_ts, pre_columns=Row(pre),
                      table_info=info, **kw)
+
+
+# Decoders return the ``Event`` union and a row's images are optional: these narrow both for the type
+# checker, and fail the test with the event itself when it is not what the test expected.
+def row_of(event: Event) -> RowChange:
+    """``event`` as a ``RowChange`` (the test fails if it is another kind of event)."""
+    assert isinstance(event, RowChange), event
+    return event
+
+
+def columns_of(event: Event) -> Row:
+    """The post image of a row change (the test fails if there is none)."""
+    columns = row_of(event).columns
+    assert columns is not None, event
+    return columns
+
+
+def pre_columns_of(event: Event) -> Row:
+    """The pre image of a row change (the test fails if there is none)."""
+    pre_columns = row_of(event).pre_columns
+    assert pre_columns is not None, event
+    return pre_columns

@@ -60,6 +60,18 @@ def kafka_broker():  # type: ignore[no-untyped-def]
     broker.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """An S3-compatible server (moto's server mode) on a free loopback port for the whole session."""
+    pytest.importorskip("moto.server")
+    pytest.importorskip("boto3")
+    from s3_server import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("s3"))
+    yield server
+    server.stop()
+
+
 def _jvm_unavailable(reason: str) -> None:
     # CI provisions the jars (run.py ensure_environment): there a missing piece is a failure, not a skip.
     if os.environ.get("CI"):

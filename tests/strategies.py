@@ -30,7 +30,7 @@ _INT_NAMES = {1: "tinyint", 2: "smallint", 9: "mediumint", 3: "int", 8: "bigint"
 
 identifiers = st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=8).map(lambda s: "c_" + s)
 text_values = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12
 )
 
 
@@ -128,10 +128,10 @@ def column_kinds(draw: st.DrawFn) -> tuple[dict[str, Any], st.SearchStrategy[Val
     if kind in ("datetime", "timestamp"):
         fsp = draw(st.integers(0, 6))
         code = 12 if kind == "datetime" else 7
-        values = _datetime(fsp) if kind == "datetime" else _datetime(fsp, 1971, 2037)
+        datetimes = _datetime(fsp) if kind == "datetime" else _datetime(fsp, 1971, 2037)
         desc = kind + (f"({fsp})" if fsp else "")
         return {"type_code": code, "flen": 19 + (fsp + 1 if fsp else 0), "decimal": fsp, "type_desc": desc,
-                **binary}, values
+                **binary}, datetimes
     if kind == "time":
         fsp = draw(st.integers(0, 6))
         return ({"type_code": 11, "flen": 10, "decimal": fsp, "type_desc": "time" + (f"({fsp})" if fsp else ""),
@@ -232,7 +232,7 @@ def row_changes(draw: st.DrawFn, max_rows: int = 4) -> list[RowChange]:
         if post is not None and pre is not None:
             # an UPDATE keeps its handle: TiCDC splits handle changes into DELETE + INSERT (§1.3)
             pre = Row({**pre, "id": post["id"]})
-        handle = (post or pre or {}).get("id", 0)
+        handle = (post or pre or Row()).get("id", 0)
         rows.append(RowChange(
             op=op, schema=table.schema, table=table.table, commit_ts=commit_ts, columns=post, pre_columns=pre,
             table_id=table.table_id, physical_table_id=table.table_id, row_id=int(handle or 0), table_info=table,

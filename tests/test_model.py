@@ -62,11 +62,11 @@ def test_events_and_rows_are_immutable() -> None:
         row.commit_ts = 1  # type: ignore[misc]
     assert row.columns is not None
     with pytest.raises(TypeError):
-        row.columns["v"] = b"y"  # type: ignore[index]
+        row.columns["v"] = b"y"
     with pytest.raises(TypeError):
         row.columns.update(v=b"y")
     with pytest.raises(TypeError):
-        del row.columns["v"]  # type: ignore[attr-defined]
+        del row.columns["v"]
     assert row.columns == {"id": U64_MAX, "v": b"x"}
 
 

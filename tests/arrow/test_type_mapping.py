@@ -119,9 +119,10 @@ def test_every_protocol_gives_the_same_delta_schema(seed: int, tmp_path: Path) -
                 # A DECIMAL Debezium carried as a double that rounded past its precision: widened to 38 digits.
                 others = {kind for p, kind in types.items() if p != "debezium"}
                 debezium = types["debezium"]
-                assert len(others) == 1 and pa.types.is_decimal(debezium), (table, name, types)
+                assert len(others) == 1 and debezium is not None and pa.types.is_decimal(debezium), (table, name, types)
                 declared = others.pop()
-                assert pa.types.is_decimal(declared) and declared.precision < 38, (table, name, types)
+                assert declared is not None and pa.types.is_decimal(declared) and declared.precision < 38, (
+                    table, name, types)
                 assert (debezium.precision, debezium.scale) == (38, declared.scale), (table, name, types)
                 name = "DECIMAL"
             seen.add(name)

@@ -105,8 +105,8 @@ def test_convert_writes_the_good_records_completely_and_quarantines_the_bad_line
     capsys: pytest.CaptureFixture[str], tmp_path: Path, clean: Path, broken: Path,
 ) -> None:
     want_path, got_path, bad_path = tmp_path / "want.jsonl", tmp_path / "got.jsonl", tmp_path / "bad.jsonl"
-    assert run(capsys, "convert", str(clean), *CANAL, "--to", "craft", "-O", str(want_path))[0] == 0
-    status, _, err = run(capsys, "convert", str(broken), *CANAL, "--to", "craft", "-O", str(got_path),
+    assert run(capsys, "convert", str(clean), *CANAL, "--output-protocol", "craft", "-O", str(want_path))[0] == 0
+    status, _, err = run(capsys, "convert", str(broken), *CANAL, "--output-protocol", "craft", "-O", str(got_path),
                          "--quarantine", str(bad_path))
     assert status == 1
     assert "2 source records did not decode" in error_line(err, "convert")
@@ -129,7 +129,7 @@ def test_convert_failing_midway_leaves_no_output_file(
 
     monkeypatch.setattr(CaptureWriter, "write", failing)
     out = tmp_path / "out.jsonl"
-    status, _, err = run(capsys, "convert", str(clean), *CANAL, "--to", "craft", "-O", str(out))
+    status, _, err = run(capsys, "convert", str(clean), *CANAL, "--output-protocol", "craft", "-O", str(out))
     assert status == 1 and "disk full" in error_line(err, "convert")
     assert list(tmp_path.iterdir()) == [clean]
 
@@ -140,7 +140,7 @@ def test_a_wrong_protocol_is_an_error_not_an_empty_success(
     status, _, err = run(capsys, "inspect", str(clean), "-p", "open-protocol")
     assert status == 1
     error_line(err, "inspect")
-    status, _, err = run(capsys, "convert", str(clean), "-p", "craft", "--to", "simple", "-O",
+    status, _, err = run(capsys, "convert", str(clean), "-p", "craft", "--output-protocol", "simple", "-O",
                          str(tmp_path / "x.jsonl"))
     assert status == 1
     error_line(err, "convert")
@@ -152,8 +152,9 @@ def test_bad_options_fail_before_anything_is_read_or_written(
     out = tmp_path / "out.jsonl"
     for argv in (["decode", str(clean), "-p", "canal-json", "-o", "bogus=1", "-O", str(out)],
                  ["inspect", str(clean), "-p", "canal-json", "-o", "bogus=1"],
-                 ["convert", str(clean), "-p", "canal-json", "-o", "bogus=1", "--to", "craft", "-O", str(out)],
-                 ["convert", str(clean), "--to", "craft", "--to-option", "bogus=1", "-O", str(out)],
+                 ["convert", str(clean), "-p", "canal-json", "-o", "bogus=1", "--output-protocol", "craft", "-O",
+                  str(out)],
+                 ["convert", str(clean), "--output-protocol", "craft", "--output-option", "bogus=1", "-O", str(out)],
                  ["replicate", "--from", str(clean), *CANAL, "-o", "bogus=1", "--to", str(tmp_path / "wh")],
                  ["replicate", "--from", str(clean), *CANAL, "--time-zone", "Mars/Base", "--to", str(tmp_path / "wh")],
                  ["replicate", "--from", str(clean), *CANAL, "--table", "a.[", "--to", str(tmp_path / "wh")],
@@ -185,7 +186,8 @@ def test_every_reading_command_takes_raw_message_files_and_stdin(
     status, out, _ = run(capsys, "inspect", "--lines", "-", *CANAL, "--output-format", "json")
     assert status == 0 and orjson.loads(out)["rows"] == summary["rows"]
     out_path = tmp_path / "converted.jsonl"
-    status, _, err = run(capsys, "convert", "--lines", str(lines), *CANAL, "--to", "craft", "-O", str(out_path))
+    status, _, err = run(capsys, "convert", "--lines", str(lines), *CANAL, "--output-protocol", "craft", "-O",
+                         str(out_path))
     assert status == 0, err
     assert f"({summary['rows']} row changes after de-duplication" in err
     # A capture on standard input.
@@ -220,7 +222,8 @@ def _replica(warehouse: Path) -> dict[str, list[dict[str, Any]]]:
 def _quarantine(warehouse: Path) -> list[dict[str, Any]]:
     from deltalake import DeltaTable
 
-    return DeltaTable(str(warehouse / "_pyticdc" / "quarantine")).to_pyarrow_table().to_pylist()
+    rows: list[dict[str, Any]] = DeltaTable(str(warehouse / "_pyticdc" / "quarantine")).to_pyarrow_table().to_pylist()
+    return rows
 
 
 @pytest.mark.spark
@@ -286,3 +289,25 @@ def test_replicate_raw_lines_and_a_table_filter_matching_nothing(
     line = error_line(err, "replicate")
     assert "--table nosuch.* matched none of the tables read" in line and "sim." in line
     assert "of tables --table leaves out" in out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("engine", ["driver", "distributed"])
+def test_replicate_an_all_garbage_capture_quarantines_every_line(
+    spark: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path, engine: str,
+) -> None:
+    # Not one record: neither the format detection nor the partition scan may end the run before the
+    # lines are quarantined (it used to say "no records to replicate", or "first line is not JSON").
+    lines = [NOT_JSON, GARBAGE, b"\x00\x01 binary"]
+    capture = tmp_path / "garbage.jsonl"
+    capture.write_bytes(b"\n".join(lines) + b"\n")
+    warehouse = tmp_path / "wh"
+    status, _, err = run(capsys, "replicate", "--from", str(capture), *CANAL, "--to", str(warehouse),
+                         "--engine", engine)
+    assert status == 1
+    assert "3 records did not decode" in error_line(err, "replicate")
+    bad = sorted(_quarantine(warehouse), key=lambda b: b["offset"])
+    starts = [0, len(NOT_JSON) + 1, len(NOT_JSON) + len(GARBAGE) + 2]
+    assert [(b["value"], b["offset"], b["partition"]) for b in bad] == [(v, s, -1) for v, s in zip(lines, starts)]
+    assert all(b["topic"] == f"file:{capture}" and b["reason"].startswith("capture:") for b in bad)
+    assert _replica(warehouse) == {}

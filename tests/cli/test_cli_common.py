@@ -51,7 +51,7 @@ def test_readers_share_input_and_codec_flags() -> None:
     common = ["-b", "broker:9092", "-t", "a,b", "-t", "c", "--starting-offsets", "latest", "--ending-offsets",
               '{"a": {"0": 5}}', "--poll-timeout", "5", "--no-fail-on-data-loss", "-X", "acks=all",
               "-p", "canal-json", "-o", "enable-tidb-extension=true", "--capture-format", "kcat"]
-    extra = {"decode": [], "inspect": [], "convert": ["--to", "craft"]}
+    extra = {"decode": [], "inspect": [], "convert": ["--output-protocol", "craft"]}
     seen = []
     for command in READERS:
         args = parse(command, *common, *extra[command])
@@ -68,8 +68,8 @@ def test_readers_share_input_and_codec_flags() -> None:
 
 
 def test_writers_share_output_flags_and_produce_aliases() -> None:
-    convert = parse("convert", "x.jsonl", "--to", "craft", "--to-option", "max-batch-size=4", "--output-topic",
-                    "cdc_{schema}", "-O", "y.parquet", "--partitions", "2")
+    convert = parse("convert", "x.jsonl", "--output-protocol", "craft", "--output-option", "max-batch-size=4",
+                    "--output-topic", "cdc_{schema}", "-O", "y.parquet", "--partitions", "2")
     produce = parse("produce", "-p", "craft", "-o", "max-batch-size=4", "--output-topic", "cdc_{schema}", "-O",
                     "y.parquet", "--partitions", "2")
     assert (convert.target, convert.target_options) == (produce.protocol, produce.options)
@@ -80,9 +80,10 @@ def test_writers_share_output_flags_and_produce_aliases() -> None:
     canonical = parse("produce", "-p", "craft", "--output-bootstrap-servers", "broker:9092", "--output-topic", "t")
     assert vars(aliased) == vars(canonical)
     assert (aliased.output_bootstrap_servers, aliased.output_topic) == ("broker:9092", "t")
-    # convert's source codec reads like --to: --from and --from-option are -p and -o.
+    # convert's old spellings still parse: --from/--from-option/--to/--to-option are -p, -o, --output-protocol and
+    # --output-option (--from/--to now name places, as in replicate).
     assert vars(parse("convert", "--from", "simple", "--from-option", "encoding-format=avro", "--to", "craft")) == \
-        vars(parse("convert", "-p", "simple", "-o", "encoding-format=avro", "--to", "craft"))
+        vars(parse("convert", "-p", "simple", "-o", "encoding-format=avro", "--output-protocol", "craft"))
     selftest = parse("selftest", "-p", "craft", "-p", "simple", "-o", "encoding-format=avro")
     assert (selftest.protocol, selftest.option) == (["craft", "simple"], ["encoding-format=avro"])
 
@@ -158,13 +159,14 @@ def test_decode_inspect_convert_work_without_pyarrow(tmp_path: Path) -> None:
     inspected = without_pyarrow("inspect", str(capture), "-p", "craft", "--output-format", "json")
     assert inspected.returncode == 0, inspected.stderr
     assert orjson.loads(inspected.stdout)["protocol"] == "craft"
-    converted = without_pyarrow("convert", str(capture), "--to", "open-protocol", "-O", str(tmp_path / "o.jsonl"))
+    converted = without_pyarrow("convert", str(capture), "--output-protocol", "open-protocol", "-O",
+                                str(tmp_path / "o.jsonl"))
     assert converted.returncode == 0, converted.stderr
     assert (tmp_path / "o.jsonl").stat().st_size > 0
     # Parquet is the one format that needs pyarrow: a one-line error, status 2, nothing written.
     parquet = tmp_path / "craft.parquet"
     write_capture(parquet, [KafkaRecord(topic="cdc", partition=0, value=m.value) for m in messages])
-    to_parquet = ["convert", str(capture), "--to", "craft", "-O", str(tmp_path / "x.parquet")]
+    to_parquet = ["convert", str(capture), "--output-protocol", "craft", "-O", str(tmp_path / "x.parquet")]
     for args in (["decode", str(parquet)], to_parquet):
         failed = without_pyarrow(*args)
         assert failed.returncode == 2

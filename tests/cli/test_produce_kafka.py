@@ -65,7 +65,7 @@ def produced(kafka_broker: Any) -> dict[str, Any]:
 def test_produce_convert_replicate(kafka_broker: Any, produced: dict[str, Any], source: str, target: str) -> None:
     out_topic = f"dst-{source}-{target}-{produced['run']}"
     status = main(["convert", "-t", produced["topics"][source], "-p", source,
-                   *option_args("-o", source), "--to", target, *option_args("--to-option", target),
+                   *option_args("-o", source), "--output-protocol", target, *option_args("--output-option", target),
                    "--output-topic", out_topic, "--partitions", "2", "-b", kafka_broker.bootstrap,
                    "--output-bootstrap-servers", kafka_broker.bootstrap, "-X", "batch.num.messages=1",
                    "-X", "linger.ms=0", "--no-progress"])

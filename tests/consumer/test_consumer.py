@@ -99,7 +99,7 @@ def ddl(commit_ts: int, query: str = "ALTER TABLE `db`.`tb` ADD COLUMN `c` int")
 
 
 def released_rows(units: Iterable[ApplyUnit]) -> list[tuple[int, str, Any]]:
-    return [(r.commit_ts, r.op.value, (r.columns or r.pre_columns or {}).get("id"))
+    return [(r.commit_ts, r.op.value, (r.columns or r.pre_columns or Row()).get("id"))
             for u in units for r in u.rows]
 
 
@@ -488,8 +488,9 @@ def test_duplicated_records_never_change_what_is_released(sends: list[tuple[int,
         for r in rows:
             clean.send(p, r)
     clean.watermark(50)
-    expected = released_rows(clean.consumer().consume_many(
-        sorted((r for rs in clean.logs.values() for r in rs), key=lambda r: (r.offset, r.partition))))
+    in_offset_order: list[KafkaRecord] = sorted((r for rs in clean.logs.values() for r in rs),
+                                                key=lambda r: (r.offset, r.partition))
+    expected = released_rows(clean.consumer().consume_many(in_offset_order))
     for p, rows in per_partition.items():
         sent: list[RowChange] = []
         for r in rows:

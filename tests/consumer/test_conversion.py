@@ -276,3 +276,13 @@ def test_route_stream_stamps_commit_time_and_is_deterministic(history: History) 
     for stamps in per_partition.values():
         assert stamps == sorted(stamps)
         assert stamps[0] >= physical_ms(history.events[0].commit_ts)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("source", ["open-protocol", "craft", "simple"])
+@pytest.mark.parametrize("target", ["canal-json", "debezium"])
+def test_each_loss_of_a_conversion_is_said_once(source: str, target: str) -> None:
+    # Issue 14 (finding 9): convert printed the target's missing watermarks (and millisecond commit ts) twice,
+    # once as the conversion's loss and once among the target's own notes.
+    notes = conversion_notes(source, target)
+    assert sum("no resolved ts" in note for note in notes) == 1, notes
+    assert sum("physical milliseconds" in note for note in notes) == (1 if target == "canal-json" else 0), notes

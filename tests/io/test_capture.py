@@ -82,8 +82,14 @@ def test_detect_format(tmp_path: Path) -> None:
         detect_format(kcat, "csv")
     junk = tmp_path / "junk.txt"
     junk.write_text("not json\n")
+    # Lines that are not JSON decide no format: they are bad lines of a JSON Lines capture (issue 14).
+    assert detect_format(junk) == "jsonl"
     with pytest.raises(CaptureError, match="not JSON"):
-        detect_format(junk)
+        list(read_capture(junk))
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text('not json\n{"id":0,"type":"INSERT"}\n')  # a file of messages, not a capture
+    with pytest.raises(CaptureError, match="--lines"):
+        detect_format(raw)
 
 
 def test_kcat_envelope() -> None:

@@ -168,9 +168,9 @@ def test_net_change_keeps_one_action_per_handle() -> None:
     ]
     net = net_change(rows)
     assert net.strategy == "key" and net.key_columns == ("id",)
-    assert {(r.columns or {}).get("id"): dict(r.columns or {}) for r in net.upserts} == {
+    assert {(r.columns or Row()).get("id"): dict(r.columns or {}) for r in net.upserts} == {
         1: {"id": 1, "c_int": 2}, 4: {"id": 4, "c_int": 9}}
-    assert sorted((r.pre_columns or {})["id"] for r in net.deletes) == [2, 3]
+    assert sorted((r.pre_columns or Row())["id"] for r in net.deletes) == [2, 3]
 
 
 def test_rows_without_handle_are_a_multiset_of_images() -> None:
@@ -189,10 +189,12 @@ def test_rows_without_handle_are_a_multiset_of_images() -> None:
     assert net_change(with_ids).strategy == "rowid"
 
 
-def test_a_row_carrying_only_its_handle_cannot_be_upserted() -> None:
+def test_a_row_carrying_only_its_handle_is_a_partial_upsert() -> None:
+    # Its other columns were not sent: marked partial, so the MERGE assigns only the columns it carries.
     row = msgspec.structs.replace(_row(Op.UPDATE, {"id": 1}, {"id": 1}), handle_key_only=True)
-    with pytest.raises(ReplicaError, match="handle key"):
-        net_change([row])
+    net = net_change([row])
+    assert [dict(r.columns or {}) for r in net.upserts] == [{"id": 1}]
+    assert net.partial == {id(net.upserts[0])}
     delete = msgspec.structs.replace(_row(Op.DELETE, None, {"id": 1}), handle_key_only=True)
     assert len(net_change([delete]).deletes) == 1
 
@@ -208,7 +210,7 @@ def test_replica_schema_and_projection_types() -> None:
                     columns=Row({"k1": 1, "k2": b"a", "c_time": "-838:59:59", "c_enum": 2, "c_set": 5}))
     net = net_change([row])
     typed = project_changes(net, info, rowid=True).to_pylist()[0]
-    assert typed["_op"] == "upsert" and typed["_commit_ts"] == Decimal(2**62 + 1) and typed[ROWID] == 5
+    assert typed["_pyticdc_action"] == "upsert" and typed["_commit_ts"] == Decimal(2**62 + 1) and typed[ROWID] == 5
     assert typed["c_time"] == -3020399000000
     assert (typed["k2"], typed["c_enum"], typed["c_set"]) == ("a", "green", "a,c")
 

@@ -310,7 +310,7 @@ def _is_bootstrap(record: KafkaRecord) -> bool:
 
 def _encoder(protocol: str, options: Mapping[str, Any] | None = None) -> Any:
     # A codec with a BootstrapPolicy leaves BOOTSTRAP to the sink: compare with its plain encoder.
-    extra = {"auto_bootstrap": False} if hasattr(codec_module(protocol), "BootstrapPolicy") else {}
+    extra: dict[str, Any] = {"auto_bootstrap": False} if hasattr(codec_module(protocol), "BootstrapPolicy") else {}
     return make_encoder(protocol, options, clock=_clock, **extra)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,16 +22,16 @@ def _table(col2_flags: int, col2_type: int = TypeCode.VARCHAR) -> TableInfo:
     ))
 
 
-def _update(table: TableInfo, pre: dict[str, object], post: dict[str, object], commit_ts: int = 1) -> RowChange:
+def _update(table: TableInfo, pre: Mapping[str, object], post: Mapping[str, object], commit_ts: int = 1) -> RowChange:
     return RowChange(op=Op.UPDATE, schema="test", table="t", commit_ts=commit_ts, columns=Row(post),
                      pre_columns=Row(pre), table_info=table)
 
 
-def _insert(table: TableInfo, post: dict[str, object]) -> RowChange:
+def _insert(table: TableInfo, post: Mapping[str, object]) -> RowChange:
     return RowChange(op=Op.INSERT, schema="test", table="t", commit_ts=1, columns=Row(post), table_info=table)
 
 
-def _delete(table: TableInfo, pre: dict[str, object]) -> RowChange:
+def _delete(table: TableInfo, pre: Mapping[str, object]) -> RowChange:
     return RowChange(op=Op.DELETE, schema="test", table="t", commit_ts=1, pre_columns=Row(pre), table_info=table)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_transactions_hold_one_event_per_row_key() -> None:
         for event in history.events:
             if isinstance(event, RowChange):
                 assert event.table_info is not None
-                key = event.row_id or tuple((event.columns or event.pre_columns or {}).get(c)
+                key = event.row_id or tuple((event.columns or event.pre_columns or Row()).get(c)
                                             for c in event.table_info.handle_key_columns)
                 seen[(event.commit_ts, event.table, key)] += 1
         assert max(seen.values()) == 1
@@ -149,7 +150,7 @@ def test_bootstrap_precedes_a_tables_first_row() -> None:
 
 
 # --------------------------------------------------------------------------- replica against the truth
-def _units(history_events: list[object]) -> list[ApplyUnit]:
+def _units(history_events: Sequence[object]) -> list[ApplyUnit]:
     units: list[ApplyUnit] = []
     for event in history_events:
         if isinstance(event, RowChange):

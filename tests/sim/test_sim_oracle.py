@@ -19,7 +19,7 @@ from pyticdc.codec import PROTOCOLS, make_decoder
 from pyticdc.codec.base import BaseDecoder
 from pyticdc.codec.options import CodecOptions
 from pyticdc.consumer import ApplyUnit, Consumer
-from pyticdc.consumer.identity import change_identity
+from pyticdc.consumer.identity import OP_RANK, change_identity
 from pyticdc.errors import OracleMismatch, ReplicaError
 from pyticdc.model import Event, RowChange, Watermark
 from pyticdc.sim.faults import produce, with_offsets
@@ -169,7 +169,7 @@ def test_teeth_without_the_replay_rules(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_teeth_inserts_before_deletes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "OP_RANK", {op: -rank for op, rank in engine.OP_RANK.items()})
+    monkeypatch.setattr(engine, "OP_RANK", {op: -rank for op, rank in OP_RANK.items()})
     assert "existing handle" in _caught(protocol=("open-protocol", {}))
 
 

@@ -84,7 +84,7 @@ def _tables(warehouse: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
 
 @pytest.mark.spark
 @pytest.mark.parametrize(("protocol", "seed"), [("canal-json", 21), ("open-protocol", 22), ("craft", 23),
-                                                ("debezium", 24)])
+                                                ("debezium", 24), ("simple", 25)])
 def test_distributed_engine_builds_the_replica_the_driver_engine_builds(spark: Any, tmp_path: Path, protocol: str,
                                                                         seed: int) -> None:
     from pyticdc.sim import FaultPlan, WorkloadConfig, simulate
@@ -104,3 +104,42 @@ def test_distributed_engine_builds_the_replica_the_driver_engine_builds(spark: A
     assert read_progress(DeltaStore(distributed)).consistent_ts == read_progress(DeltaStore(driver)).consistent_ts
     assert _tables(distributed) == _tables(driver)
     assert reports["distributed"].quarantined == reports["driver"].quarantined == 1
+
+
+def test_a_simple_row_before_its_schema_is_held_then_typed_by_the_schema_the_driver_learnt() -> None:
+    import pyarrow as pa
+
+    from pyticdc.codec import make_encoder
+    from pyticdc.model import RowChange
+    from pyticdc.sim import WorkloadConfig, simulate
+    from pyticdc.spark.apply.decode import decode_records, resolve_held
+
+    history = simulate(5, WorkloadConfig(transactions=5))
+    row = next(e for e in history.events if isinstance(e, RowChange) and e.table_info is not None)
+    *_bootstrap, message = make_encoder("simple").encode([row])  # the DML comes last; its BOOTSTRAP is lost
+    records = pa.RecordBatch.from_pylist([{"key": message.key, "value": message.value, "topic": "t", "partition": 0,
+                                           "offset": 7}])
+    decoded = pa.Table.from_batches(list(decode_records(iter([records]), "simple", {}, {})))
+    held = decoded.filter(pa.compute.equal(decoded["kind"], "held"))
+    assert held.num_rows == 1  # a fresh decoder has seen no BOOTSTRAP: the row waits, pickled
+    assert held.column("tkey")[0].as_py() == tkey(row.schema, row.table)
+    assert held.column("ts")[0].as_py() == row.commit_ts and held.column("offset")[0].as_py() == 7
+    unknown = pa.Table.from_batches(list(resolve_held(iter(held.to_batches()), versions=[])))
+    assert unknown.column("kind").to_pylist() == ["held"]
+    info = row.table_info
+    assert info is not None
+    typed = pa.Table.from_batches(list(resolve_held(iter(held.to_batches()), versions=[(info.schema_version, info)])))
+    assert typed.column("kind").to_pylist() == ["row"] and typed.column("offset").to_pylist() == [7]
+    assert typed.column("post").to_pylist()[0] is not None and typed.column("info").to_pylist()[0]
+
+
+def test_a_hold_for_rows_without_schema_keeps_the_limit_and_the_ddls_after_it_waiting() -> None:
+    early, late = _ddl(20, "a"), _ddl(35, "a")
+    meta = [_meta_ddl(early, 0, 0), _meta_ddl(late, 0, 1), _wm(0, 2, 50)]
+    state = ConsumerState(protocol="simple", next_offsets={}, resolved={}, released_ts=10)
+    free = plan_batch(meta, state, [("t", 0)], "simple")
+    held = plan_batch(meta, state, [("t", 0)], "simple", hold=29)
+    assert (free.limit, free.watermark) == (50, 50) and [d.commit_ts for _, d in free.ddls] == [20, 35]
+    assert (held.limit, held.watermark) == (29, 50)
+    assert [d.commit_ts for _, d in held.ddls] == [20] and held.pending_ddls == [late]
+    assert plan_batch(meta, state, [("t", 0)], "simple", hold=5).limit == 10  # never below what was released

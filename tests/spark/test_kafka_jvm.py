@@ -69,30 +69,37 @@ def test_the_broker_is_apache_kafka_with_exact_offsets(kafka_jvm: Any) -> None:
 # --------------------------------------------------------------------------- SparkReplication on format("kafka")
 @pytest.mark.spark
 @pytest.mark.jvm
-def test_spark_replication_reads_with_format_kafka_in_batch_then_streaming(spark: Any, kafka_jvm: Any,
-                                                                          tmp_path: Path) -> None:
+@pytest.mark.parametrize(("reader", "engine"), [("kafka", "driver"), ("kafka", "distributed"),
+                                                ("pyticdc", "distributed")])
+def test_spark_replication_reads_kafka_in_batch_then_streaming(spark: Any, kafka_jvm: Any, tmp_path: Path,
+                                                               reader: str, engine: str) -> None:
     from pyticdc.spark.replication import ReplicationSource, SparkReplication
 
-    topic = kafka_jvm.new_topic(3, prefix="jvm-batch")
+    topic = kafka_jvm.new_topic(3, prefix=f"jvm-batch-{reader}-{engine}")
     history, logs = _faulty_logs("canal-json", topic, seed=21)
     _produce(kafka_jvm, logs, upto=0.5)
     source = ReplicationSource.kafka_topics("canal-json", OPTIONS["canal-json"], kafka_jvm.config, topics=topic,
-                                            reader="kafka")
+                                            reader=reader)
     warehouse = tmp_path / "wh"
-    reports = SparkReplication(spark, source, warehouse, batch_records=60).run()
+    reports = SparkReplication(spark, source, warehouse, batch_records=60, engine=engine).run()
     assert len(reports) >= 2  # capped batches: each one a format("kafka") read of an offset range
     first = reports[-1].consistent_ts
     assert 0 < first < history.final_resolved_ts
     assert _check(warehouse, history, "canal-json", first) is None
     _produce(kafka_jvm, {tp: log[int(len(log) * 0.5):] for tp, log in logs.items()})
-    query = SparkReplication(spark, source, warehouse, batch_records=150).start_stream(available_now=True)
+    job = SparkReplication(spark, source, warehouse, batch_records=150, engine=engine)
+    query = job.start_stream(available_now=True)
     query.awaitTermination(180)
     assert query.exception() is None
-    # Spark's JVM source read the micro-batches ("KafkaV2[Subscribe[...]]"), not the Python data source.
-    assert {s["description"].split("[")[0] for b in query.recentProgress for s in b["sources"]} == {"KafkaV2"}
+    assert job.reports and {type(job.replicator()).__name__} == {
+        "DistributedReplicator" if engine == "distributed" else "Replicator"}
+    if reader == "kafka":
+        # Spark's JVM source read the micro-batches ("KafkaV2[Subscribe[...]]"), not the Python data source.
+        assert {s["description"].split("[")[0] for b in query.recentProgress for s in b["sources"]} == {"KafkaV2"}
     progress = read_progress(DeltaStore(warehouse))
     assert progress.consistent_ts == history.final_resolved_ts
-    assert progress.source["reader"] == "kafka"
+    assert progress.source["reader"] == reader
+    assert progress.source.get("engine", "driver") == engine
     assert unsettled_tables(warehouse) == []
     assert _check(warehouse, history, "canal-json", progress.consistent_ts) is None
     assert progress.stats["replica"]["quarantined"] == 2  # the garbage records, with their bytes
@@ -119,13 +126,14 @@ def test_replicate_command_with_the_kafka_reader(spark: Any, kafka_jvm: Any, tmp
 # --------------------------------------------------------------------------- a user's own format("kafka") query
 @pytest.mark.spark
 @pytest.mark.jvm
-@pytest.mark.parametrize("protocol", ["open-protocol", "debezium"])
+@pytest.mark.parametrize(("protocol", "engine"), [("open-protocol", "driver"), ("debezium", "driver"),
+                                                  ("debezium", "distributed")])
 def test_replication_sink_on_a_users_format_kafka_stream(spark: Any, kafka_jvm: Any, tmp_path: Path,
-                                                         protocol: str) -> None:
+                                                         protocol: str, engine: str) -> None:
     """As documented: ``foreachBatch(replication_sink(...))`` on ``spark.readStream.format("kafka")``."""
     from pyticdc.spark.replication import replication_sink
 
-    topic = kafka_jvm.new_topic(3, prefix=f"jvm-sink-{protocol}")
+    topic = kafka_jvm.new_topic(3, prefix=f"jvm-sink-{protocol}-{engine}")
     history, logs = _faulty_logs(protocol, topic, seed=23)
     _produce(kafka_jvm, logs)
     raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka_jvm.bootstrap)
@@ -134,7 +142,7 @@ def test_replication_sink_on_a_users_format_kafka_stream(spark: Any, kafka_jvm: 
     warehouse = tmp_path / "wh"
     batches: list[Any] = []
     sink = replication_sink(warehouse, protocol, OPTIONS.get(protocol), partitions={topic: 3},
-                            on_batch=batches.append)
+                            on_batch=batches.append, engine=engine)
     query = (raw.writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "checkpoint"))
              .trigger(availableNow=True).start())
     query.awaitTermination(180)
@@ -183,3 +191,28 @@ def test_replicate_reader_usage_errors(tmp_path: Path, capsys: pytest.CaptureFix
         main(["replicate", "--from", "kafka://h:1/t", "--reader", "jvm", *common])
     assert exited.value.code == 2 and "invalid choice: 'jvm'" in capsys.readouterr().err
     assert not (tmp_path / "wh").exists()  # refused before anything was written
+
+
+def test_selftest_kafka_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["selftest", "-p", "craft", "--kafka", "127.0.0.1:1"]) == 2
+    assert "--kafka and --reader need --engine spark" in capsys.readouterr().err
+    assert main(["selftest", "-p", "craft", "--engine", "spark", "--reader", "kafka"]) == 2
+    assert "--reader needs --kafka" in capsys.readouterr().err
+    assert main(["selftest", "-p", "craft", "--apply-engine", "distributed"]) == 2
+    assert "--apply-engine needs --engine spark" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- selftest through the broker
+@pytest.mark.spark
+@pytest.mark.jvm
+def test_selftest_on_spark_with_both_kafka_sources_and_both_apply_engines(spark: Any, kafka_jvm: Any,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["selftest", "--engine", "spark", "-p", "canal-json", "--transactions", "25", "--faults", "all",
+                   "--kafka", kafka_jvm.bootstrap, "--reader", "pyticdc", "--reader", "kafka",
+                   "--apply-engine", "driver", "--apply-engine", "distributed"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    lines = [line for line in out.splitlines() if line.startswith("ok   canal-json")]
+    assert sorted((line.split("apply=")[1].split()[0], line.split("reader=")[1].split(":")[0]) for line in lines) == [
+        ("distributed", "kafka"), ("distributed", "pyticdc"), ("driver", "kafka"), ("driver", "pyticdc")]
+    assert all("2 quarantined" in line for line in lines)  # the garbage records, all faults on

@@ -87,7 +87,7 @@ def test_replicate_command_on_capture_files_and_again(spark: Any, tmp_path: Path
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--from", "/no/such/file.jsonl", "-p", "simple"], "no such capture file"),
-    (["--from", "x.jsonl", "-p", "canal-json", "-b", "h:1"], "enable-tidb-extension"),
+    (["--from", "x.jsonl", "-p", "canal-json", "-b", "h:1", "--require-watermarks"], "enable-tidb-extension"),
     (["--from", "kafka://h:1", "-p", "simple"], "kafka://HOST:PORT/TOPIC"),
     (["--from", "kafka://h:1/t", "-p", "nope"], "unknown protocol"),
     (["--from", "kafka://h:1/t", "-p", "simple", "--batch-records", "0"], "--batch-records"),

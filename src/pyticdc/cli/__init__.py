@@ -14,7 +14,7 @@ __all__ = ["main"]
 
 #: sub-command → module under pyticdc.cli defining ``add_parser(subparsers)``.
 COMMANDS: Final = ("vectors", "demo", "selftest", "decode", "inspect", "capture", "convert", "produce", "replicate",
-                   "broker")
+                   "maintain", "broker")
 
 
 class CommandParser(argparse.ArgumentParser):

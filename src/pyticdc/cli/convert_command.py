@@ -28,6 +28,7 @@ from pyticdc.cli.common import (
     routing,
     write_records,
 )
+from pyticdc.errors import ConfigError
 
 __all__ = ["add_parser"]
 
@@ -48,12 +49,19 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_arguments(parser)
     add_raw_arguments(parser)
-    add_codec_arguments(parser, detect=True, title="source codec", aliases=(("--from",), ("--from-option",)))
+    add_codec_arguments(parser, detect=True, title="source codec")
     target = parser.add_argument_group("target codec")
-    target.add_argument("--to", dest="target", required=True, metavar="PROTOCOL",
+    target.add_argument("--output-protocol", dest="target", metavar="PROTOCOL",
                         help="protocol to write: open-protocol, canal-json, craft, debezium, simple (required)")
-    target.add_argument("--to-option", dest="target_options", action="append", metavar="NAME=VALUE",
+    target.add_argument("--output-option", dest="target_options", action="append", metavar="NAME=VALUE",
                         help="target codec option by its TiCDC name, repeatable (default: TiCDC's defaults)")
+    # Before --from/--to meant places (replicate: source and warehouse), convert used them for protocols.
+    for old, new, dest, append in (("--from", "-p/--protocol", "protocol", False),
+                                   ("--from-option", "-o/--option", "options", True),
+                                   ("--to", "--output-protocol", "target", False),
+                                   ("--to-option", "--output-option", "target_options", True)):
+        target.add_argument(old, dest=dest, action=_Deprecated, new=new, append=append, metavar="VALUE",
+                            help=f"deprecated spelling of {new} (default: none)")
     add_routing_arguments(parser)
     add_output_arguments(parser, kafka=True)
     extra = parser.add_argument_group("conversion")
@@ -68,6 +76,25 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run_convert)
 
 
+class _Deprecated(argparse.Action):
+    """An old spelling: stores (or appends) like the new one and says so in one line on stderr."""
+
+    def __init__(self, option_strings: Any, dest: str, *, new: str, append: bool, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+        self.append = append
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        """Store the value; print the deprecation note."""
+        print(f"note: convert {option_string} is deprecated, use {self.new} (--from/--to name places, as in "
+              "replicate)", file=sys.stderr)
+        if self.append:
+            setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        else:
+            setattr(namespace, self.dest, values)
+
+
 def run_convert(args: argparse.Namespace) -> int:
     """Print the loss notes, convert, write; 1 if source records were quarantined or the conversion refused."""
     from pyticdc.codec import canonical_protocol
@@ -77,8 +104,10 @@ def run_convert(args: argparse.Namespace) -> int:
     bad_lines: list[BadLine] = []
     try:
         # What needs no input first: a mistake there is reported before any record is read.
+        if args.target is None:
+            raise ConfigError("give the protocol to write: --output-protocol PROTOCOL")
         target = canonical_protocol(args.target)
-        target_options = parse_assignments(args.target_options, "--to-option")
+        target_options = parse_assignments(args.target_options, "--output-option")
         from pyticdc.codec import make_encoder
 
         make_encoder(target, target_options)  # a bad target option fails before any record is read

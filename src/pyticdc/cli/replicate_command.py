@@ -39,9 +39,11 @@ from pyticdc.cli.common import (
     raw_input,
     report,
 )
+from pyticdc.cli.replicate_ops import Operations, add_operation_arguments, detect_source_protocol
 from pyticdc.errors import ConfigError
 
-__all__ = ["BatchPrinter", "active_session", "add_parser", "format_tables", "parse_source", "stop_if_owned"]
+__all__ = ["BatchPrinter", "active_session", "add_parser", "format_tables", "parse_source", "stop_if_owned",
+           "watermark_notice"]
 
 
 def add_parser(subparsers: Any) -> None:
@@ -54,22 +56,60 @@ def add_parser(subparsers: Any) -> None:
                              "expression) with -b; or capture files, directories or globs (repeatable); - reads a "
                              "JSON Lines capture from standard input (required unless --value or --lines is given)")
     parser.add_argument("--to", dest="warehouse", required=True, type=warehouse_path, metavar="WAREHOUSE",
-                        help="warehouse directory: one Delta table per upstream table, plus _pyticdc/ "
-                             "(progress, quarantine); created if missing, continued if it exists")
-    parser.add_argument("-p", "--protocol", required=True, metavar="PROTOCOL",
-                        help="protocol of the records: open-protocol, canal-json, craft, debezium or simple")
+                        help="warehouse: a directory or an object-store URL (s3://BUCKET/PATH, gs://, az://, "
+                             "abfss://, ...): one Delta table per upstream table, plus _pyticdc/ (progress, "
+                             "quarantine); created if missing, continued if it exists")
+    parser.add_argument("--storage-option", dest="storage_options", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="delta-rs storage option of an object-store warehouse, repeatable, e.g. "
+                             "--storage-option AWS_ENDPOINT_URL=http://minio:9000 (for s3:// the standard AWS_* "
+                             "environment variables are read first; default none)")
+    parser.add_argument("-p", "--protocol", default="auto", metavar="PROTOCOL",
+                        help="protocol of the records: open-protocol, canal-json, craft, debezium, simple, or auto "
+                             "(default auto: the one that decodes most of the first records, as decode does)")
     parser.add_argument("-o", "--option", action="append", default=[], metavar="NAME=VALUE",
                         help="codec option by its TiCDC name, repeatable, e.g. -o enable-tidb-extension=true "
-                             "(canal-json and debezium need it: without it they carry no watermarks)")
+                             "(canal-json and debezium carry watermarks only with it; without it each batch is "
+                             "applied completely: consistency batch)")
+    parser.add_argument("--require-watermarks", action="store_true",
+                        help="refuse a feed that carries no watermarks (canal-json, debezium without "
+                             "enable-tidb-extension) instead of replicating it with batch consistency")
     parser.add_argument("--table", dest="tables", action="append", metavar="PATTERN",
                         help="replicate only tables matching this TiDB table filter (shop.*, !shop.tmp_*), "
                              "repeatable (default: every table)")
     parser.add_argument("--time-zone", metavar="ZONE",
                         help="time zone TiCDC printed TIMESTAMP values in (default: the time-zone option, else UTC)")
+    model = parser.add_argument_group("replica tables")
+    model.add_argument("--metadata-columns", metavar="NAMES",
+                       help="comma-separated metadata columns to add to every replica table: _op (last change), "
+                            "_commit_ts (always there), _commit_time, _ingested_at (default none)")
+    model.add_argument("--soft-delete", action="store_true",
+                       help="keep deleted rows with _is_deleted = true (a re-insert brings them back); default: "
+                            "delete them")
+    model.add_argument("--table-key", dest="keys", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help="find rows of tables matching the TiDB table-filter PATTERN by these columns, for "
+                            "tables whose messages name no usable key (e.g. shop.orders=order_no,line), repeatable "
+                            "(default: the key the messages name, else _tidb_rowid, else a digest of the row)")
+    model.add_argument("--on-truncate", choices=("apply", "ignore"), default="apply",
+                       help="an upstream TRUNCATE TABLE empties the replica table (apply, default) or is ignored")
+    upkeep = parser.add_argument_group("table layout and upkeep")
+    upkeep.add_argument("--partition-by", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                        help="partition new replica tables matching the TiDB table-filter PATTERN by these columns "
+                             "(e.g. 'shop.events=region'), repeatable, the first match wins (default: none)")
+    upkeep.add_argument("--table-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="Delta table property of new replica tables, repeatable, e.g. "
+                             "--table-property delta.enableChangeDataFeed=true (default: none)")
+    upkeep.add_argument("--optimize-every", type=int, default=100, metavar="N",
+                        help="OPTIMIZE (compact) the tables written to every N committed batches; 0 never "
+                             "(default 100)")
+    upkeep.add_argument("--vacuum-retention", type=float, metavar="HOURS",
+                        help="VACUUM each table after its OPTIMIZE, keeping HOURS of history (default: no VACUUM; "
+                             "`pyticdc maintain` does both on demand)")
     run = parser.add_argument_group("running")
     run.add_argument("--stream", action="store_true",
                      help="keep replicating new records until interrupted (Structured Streaming); default: stop "
                           "at the latest offsets of when it started")
+    add_operation_arguments(run)
     run.add_argument("--trigger", type=float, default=5.0, metavar="SECONDS",
                      help="with --stream: seconds between micro-batches (default 5)")
     run.add_argument("--batch-records", type=int, default=200_000, metavar="N",
@@ -77,7 +117,7 @@ def add_parser(subparsers: Any) -> None:
                           "(default 200000)")
     run.add_argument("--engine", choices=("driver", "distributed", "auto"), default="driver",
                      help="apply engine: driver (records decoded and applied by the driver, the reference), "
-                          "distributed (decode, de-dup, net change and MERGE in the Spark executors; not Simple) "
+                          "distributed (decode, de-dup, net change and MERGE in the Spark executors) "
                           "or auto (distributed where it applies; default driver)")
     run.add_argument("--master", default="local[2]", metavar="URL",
                      help="Spark master (default local[2])")
@@ -88,6 +128,13 @@ def add_parser(subparsers: Any) -> None:
                        help="Kafka brokers, when --from names a topic (default: from a kafka:// source)")
     kafka.add_argument("-X", dest="kafka_settings", action="append", metavar="NAME=VALUE",
                        help="librdkafka setting, repeatable, e.g. -X security.protocol=SASL_SSL")
+    kafka.add_argument("--starting-offsets", metavar="SPEC",
+                       help='where to start when the warehouse has no progress for a partition (earliest, latest or '
+                            'JSON {"topic": {"0": 23}}); the progress always wins over an earlier offset, so a '
+                            'resumed run never re-reads (default earliest)')
+    kafka.add_argument("--ending-offsets", metavar="SPEC",
+                       help='where to stop, exclusive (latest: the end when it starts, or JSON {"topic": {"0": 50}}); '
+                            "not with --stream (default latest)")
     kafka.add_argument("--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
                        help="read what is left when offsets to read were deleted by retention (default: fail)")
     kafka.add_argument("--reader", choices=("pyticdc", "kafka"), default="pyticdc",
@@ -104,16 +151,14 @@ def add_parser(subparsers: Any) -> None:
 _REGEX_CHARS = frozenset("*?[](){}|+^$\\")
 
 
-def warehouse_path(text: str) -> Path:
-    """``--to``: a local directory (or ``file://`` URL); an object-store URL is a usage error until supported."""
-    scheme, sep, rest = text.partition("://")
-    if sep and scheme.isascii() and scheme.replace("+", "").replace("-", "").isalnum():
-        if scheme.lower() != "file":
-            # Path() would fold s3://b into s3:/b, which Delta then fails to read deep inside a Spark job.
-            raise argparse.ArgumentTypeError(f"{scheme}:// warehouses are not supported yet (got {text!r}); "
-                                             "give a local directory")
-        return Path(rest)
-    return Path(text)
+def warehouse_path(text: str) -> Any:
+    """``--to``: a local directory (or ``file://`` URL) as a Path, an object-store URL as a RemotePath."""
+    from pyticdc.replica.storage import location
+
+    try:
+        return location(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_source(args: argparse.Namespace) -> Any:
@@ -121,7 +166,8 @@ def parse_source(args: argparse.Namespace) -> Any:
     from pyticdc.codec import canonical_protocol
     from pyticdc.spark.replication import ReplicationSource
 
-    protocol = canonical_protocol(args.protocol)
+    detect = args.protocol in (None, "auto")
+    protocol = "open-protocol" if detect else canonical_protocol(args.protocol)  # detected below
     options = parse_assignments(args.option, "-o/--option")
     settings = parse_assignments(args.kafka_settings, "-X")
     sources: list[str] = args.source
@@ -150,10 +196,33 @@ def parse_source(args: argparse.Namespace) -> Any:
         source = ReplicationSource.capture(protocol, options, sources, capture_format=args.capture_format)
     if not args.fail_on_data_loss:
         source = ReplicationSource(**{**source.__dict__, "reader_options": {"failOnDataLoss": "false"}})
-    if protocol in ("canal-json", "debezium") and str(options.get("enable-tidb-extension", "")).lower() != "true":
-        raise ConfigError(f"{protocol} without enable-tidb-extension carries no watermarks, so nothing could ever be "
-                          "known complete: configure the changefeed with it and pass -o enable-tidb-extension=true")
+    if detect:
+        from pyticdc.cli.common import DETECT_SAMPLE
+
+        found, detected = detect_source_protocol(source, DETECT_SAMPLE)
+        said = "".join(f" -o {k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in detected.items())
+        print(f"detected protocol {found}" + (f" ({said.strip()})" if said else ""), file=sys.stderr)
+        merged = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in {**detected, **options}.items()}
+        source = ReplicationSource(**{**source.__dict__, "protocol": found, "options": merged})
     return source
+
+
+def watermark_notice(args: argparse.Namespace, source: Any) -> str | None:
+    """The one-line notice for a feed without watermarks (batch consistency); ConfigError with --require-watermarks."""
+    from pyticdc.consumer.engine import carries_watermarks
+
+    if carries_watermarks(source.protocol, source.options):
+        return None
+    if args.require_watermarks:
+        raise ConfigError(f"{source.protocol} without enable-tidb-extension carries no watermarks, so nothing could "
+                          "ever be known complete (--require-watermarks): configure the changefeed with it and pass "
+                          "-o enable-tidb-extension=true")
+    if args.engine == "distributed":
+        raise ConfigError(f"--engine distributed needs watermarks, which {source.protocol} without "
+                          "enable-tidb-extension does not carry: use --engine driver or auto")
+    return (f"note: {source.protocol} without enable-tidb-extension carries no watermarks: each batch is applied "
+            "completely (consistency: batch), not up to a commit ts; duplicates are still removed and each key "
+            "keeps its order (--require-watermarks refuses such a feed)")
 
 
 def _exists(pattern: str) -> bool:
@@ -291,6 +360,7 @@ def run_replicate(args: argparse.Namespace) -> int:
 
 
 def _replicate(args: argparse.Namespace, spooled: Path) -> int:
+    from pyticdc.replica.modelling import Modelling
     from pyticdc.replica.pipeline import Replicator
 
     try:
@@ -301,32 +371,65 @@ def _replicate(args: argparse.Namespace, spooled: Path) -> int:
         if args.trigger <= 0:
             raise ConfigError("--trigger must be > 0 seconds")
         spark_conf = parse_assignments(args.spark_conf, "--spark-conf")
+        from pyticdc.replica.storage import parse_storage_options, storage_options
+
+        storage = storage_options(str(args.warehouse), parse_storage_options(args.storage_options))
+        from pyticdc.replica.maintenance import TableOptions, parse_partition_by, parse_table_properties
+
+        table_options = TableOptions(partition_by=parse_partition_by(args.partition_by),
+                                     properties=parse_table_properties(args.table_property),
+                                     optimize_every=args.optimize_every, vacuum_retention_hours=args.vacuum_retention)
         # Everything the pipeline would refuse (codec options, time zone, table filter, a warehouse of another
-        # protocol) is refused now, before Spark starts or anything is written.
+        # protocol, an object store that cannot be reached) is refused now, before Spark starts or anything
+        # is written.
+        modelling = Modelling.parse(metadata_columns=args.metadata_columns, soft_delete=args.soft_delete,
+                                    keys=args.keys, on_truncate=args.on_truncate)
+        if args.engine == "distributed" and modelling.driver_only:
+            raise ConfigError(f"--engine distributed does not implement {', '.join(modelling.driver_only)} yet: "
+                              "use --engine driver or auto")
         Replicator.check(args.warehouse, source.protocol, source.options, tables=args.tables,
-                         time_zone=args.time_zone)
+                         time_zone=args.time_zone, storage_options=storage, modelling=modelling)
+        notice = watermark_notice(args, source)
+        if (args.starting_offsets or args.ending_offsets) and not source.is_kafka:
+            raise ConfigError("--starting-offsets/--ending-offsets choose Kafka offsets: the source is capture files")
+        if args.ending_offsets and args.stream:
+            raise ConfigError("--ending-offsets stops a batch run: not with --stream")
+        from pyticdc.io.kafka import parse_offsets
+
+        parse_offsets(args.starting_offsets, ending=False, default="earliest")
+        parse_offsets(args.ending_offsets, ending=True, default="latest")
+        if args.checkpoint is not None and not args.stream:
+            raise ConfigError("--checkpoint is the streaming checkpoint: give it with --stream")
+        enabled = sys.stderr.isatty() if args.progress is None else bool(args.progress)
+        # Under a supervisor --stream logs a line per batch instead of the progress display.
+        printer = BatchPrinter(enabled=enabled and not (args.stream and not sys.stderr.isatty()))
+        operations = Operations(args, printer)  # binds the metrics port now: a taken port is a usage error
     except REPORTED as exc:
         return report(args, exc, USAGE)
     from pyticdc.errors import ReplicaError
     from pyticdc.spark.replication import SparkReplication
     from pyticdc.spark.session import spark_session
 
-    enabled = sys.stderr.isatty() if args.progress is None else bool(args.progress)
     print(f"replicating {source.describe()} into {args.warehouse}", file=sys.stderr)
+    for line in (notice, operations.describe()):
+        if line is not None:
+            print(line, file=sys.stderr)
     own_session = active_session() is None
     spark = spark_session("pyticdc-replicate", args.master, {"spark.ui.showConsoleProgress": "false", **spark_conf})
     spark.sparkContext.setLogLevel("ERROR")
-    printer = BatchPrinter(enabled=enabled)
     try:
         job = SparkReplication(spark, source, args.warehouse, tables=args.tables, time_zone=args.time_zone,
-                               batch_records=args.batch_records, on_batch=printer, engine=args.engine)
+                               batch_records=args.batch_records, on_batch=operations, engine=args.engine,
+                               storage_options=storage, table_options=table_options, modelling=modelling,
+                               starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets)
     except ConfigError as exc:  # --reader kafka on a Spark without its Kafka source
+        operations.close()
         stop_if_owned(spark, own_session)
         return report(args, exc, USAGE)
     status = 0
     try:
         if args.stream:
-            query = job.start_stream(trigger_seconds=args.trigger)
+            query = job.start_stream(trigger_seconds=args.trigger, checkpoint=args.checkpoint)
             print(f"streaming (every {args.trigger:g}s); Ctrl-C stops", file=sys.stderr)
             _await(query)
             if query.exception() is not None:
@@ -347,6 +450,7 @@ def _replicate(args: argparse.Namespace, spooled: Path) -> int:
         status = report(args, f"Spark failed: {_first_line(exc)}", FAILURE)
     finally:
         printer.close()
+        operations.close()
     progress = job.replicator().progress if status == 0 else None
     if progress is not None:
         elapsed = time.monotonic() - printer.started

@@ -11,6 +11,7 @@ difference (table, key, column, expected, got) and exits 1.
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from typing import Any, Final
 
@@ -51,7 +52,34 @@ def add_parser(subparsers: Any) -> None:
                         help="transactions per workload (default 60)")
     parser.add_argument("--engine", choices=("python", "spark"), default="python",
                         help="consume with the pure-Python engine or the Spark pipeline (default python)")
+    parser.add_argument("--apply-engine", action="append", choices=APPLY_ENGINES, metavar="ENGINE",
+                        help="with --engine spark: the replication's apply engine, one of "
+                             f"{', '.join(APPLY_ENGINES)}, repeatable (default: driver and auto; auto is "
+                             "distributed unless the modelling needs the driver)")
+    parser.add_argument("--kafka", metavar="HOST:PORT",
+                        help="with --engine spark: produce the faulty logs to new topics on this Kafka broker and "
+                             "replicate from there instead of capture files (default: capture files)")
+    parser.add_argument("--reader", action="append", choices=("pyticdc", "kafka"), metavar="READER",
+                        help="with --kafka: what reads the topics, pyticdc (the data source) or kafka (Spark's "
+                             "format(\"kafka\"), spark-sql-kafka on the classpath), repeatable (default pyticdc)")
+    model = parser.add_argument_group(
+        "replica tables", "modelled replicas are checked in Delta: --engine python replicates them without Spark "
+        "(pyticdc.replica.selftest) against the truth transformed the same way")
+    model.add_argument("--metadata-columns", metavar="NAMES",
+                       help="metadata columns of the replica tables, as replicate's (_op,_commit_time,_ingested_at; "
+                            "default none)")
+    model.add_argument("--soft-delete", action="store_true",
+                       help="soft deletes: the live rows are compared with the truth, the deleted ones checked "
+                            "(default: rows are deleted)")
+    model.add_argument("--table-key", dest="keys", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help="key override, as replicate's --table-key, e.g. --table-key sim.t_uk=a,b (repeatable; "
+                            "default none)")
     parser.set_defaults(run=run_selftest)
+
+
+#: Apply engines of ``SparkReplication`` the Spark selftest runs (``auto``: distributed unless the job needs
+#: the driver).
+APPLY_ENGINES = ("driver", "distributed", "auto")
 
 
 def _fault_plan(spec: str) -> Any:
@@ -76,6 +104,23 @@ def _options(protocol: str, assignments: list[str]) -> dict[str, Any]:
     return {**options, **parse_assignments(assignments, "-o/--option")}
 
 
+def _workload(args: argparse.Namespace) -> Any:
+    """The workload of every run; with delete-only-output-handle-key-columns, without handle-less tables.
+
+    TiCDC does not replicate a table without a handle key under that option (it would need
+    force-replicate, which it refuses with it), so such tables are left out as ``produce`` does.
+    """
+    from pyticdc.cli.produce_command import _key_only_deletes
+    from pyticdc.sim.workload import TEMPLATES, WorkloadConfig, handle_less
+
+    if not _key_only_deletes(parse_assignments(args.option, "-o/--option")):
+        return WorkloadConfig(transactions=args.transactions)
+    left_out = handle_less(tuple(TEMPLATES))
+    print(f"left out (no handle key, not replicated with delete-only-output-handle-key-columns): "
+          f"{', '.join(left_out)}", flush=True)
+    return WorkloadConfig(transactions=args.transactions, tables=tuple(t for t in TEMPLATES if t not in left_out))
+
+
 def run_selftest(args: argparse.Namespace) -> int:
     """Run every (protocol, dispatcher, seed) combination; 0 if every replica equals its source."""
     try:
@@ -83,6 +128,19 @@ def run_selftest(args: argparse.Namespace) -> int:
         plan = _fault_plan(args.faults)
         for protocol in protocols:
             _options(protocol, args.option)  # malformed options fail before any run
+        if args.apply_engine and args.engine != "spark":
+            raise ConfigError("--apply-engine needs --engine spark")
+        from pyticdc.replica.modelling import Modelling
+
+        args.modelling = Modelling.parse(metadata_columns=args.metadata_columns, soft_delete=args.soft_delete,
+                                         keys=args.keys)
+        if "distributed" in (args.apply_engine or ()) and args.modelling.driver_only:
+            raise ConfigError(f"the distributed apply engine does not implement {', '.join(args.modelling.driver_only)}"
+                              " yet: use --apply-engine driver")
+        if (args.kafka or args.reader) and args.engine != "spark":
+            raise ConfigError("--kafka and --reader need --engine spark")
+        if args.reader and not args.kafka:
+            raise ConfigError("--reader needs --kafka HOST:PORT (a broker to produce the simulated topics to)")
         if args.engine == "spark":
             return _run_spark(args, protocols, plan)
         return _run_python(args, protocols, plan)
@@ -94,9 +152,10 @@ def run_selftest(args: argparse.Namespace) -> int:
 
 def _run_python(args: argparse.Namespace, protocols: list[str], plan: Any) -> int:
     from pyticdc.errors import OracleMismatch
-    from pyticdc.sim import WorkloadConfig, check_history, simulate
+    from pyticdc.replica.selftest import check_history_on_delta
+    from pyticdc.sim import check_history, simulate
 
-    config = WorkloadConfig(transactions=args.transactions)
+    config = _workload(args)
     failures = 0
     for protocol in protocols:
         options = _options(protocol, args.option)
@@ -106,6 +165,14 @@ def _run_python(args: argparse.Namespace, protocols: list[str], plan: Any) -> in
                 started = time.perf_counter()
                 label = f"{protocol} {options or ''} dispatcher={rule} seed={seed} partitions={args.partitions}"
                 try:
+                    if not args.modelling.is_default:
+                        delta = check_history_on_delta(simulate(seed, config), protocol, options, plan=plan,
+                                                       seed=seed, partitions=args.partitions, rules=rules,
+                                                       modelling=args.modelling)
+                        print(f"ok   {label}: Delta replica ({args.modelling.describe()}) equals the transformed "
+                              f"source at {delta.checks} batches ({delta.records} records, {len(delta.crashes)} "
+                              f"crashes, {delta.quarantined} quarantined, {time.perf_counter() - started:.1f}s)")
+                        continue
                     report = check_history(simulate(seed, config), protocol, options, plan=plan, seed=seed,
                                            partitions=args.partitions, rules=rules)
                 except OracleMismatch as exc:
@@ -119,32 +186,47 @@ def _run_python(args: argparse.Namespace, protocols: list[str], plan: Any) -> in
 
 
 def _run_spark(args: argparse.Namespace, protocols: list[str], plan: Any) -> int:
-    """Every (protocol, dispatcher, seed) replicated on Spark to Delta; 0 if every replica equals its source."""
+    """Every (protocol, dispatcher, seed, apply engine) replicated on Spark to Delta; 0 if every replica is right."""
     from pyticdc.errors import OracleMismatch
-    from pyticdc.sim import WorkloadConfig, simulate
+    from pyticdc.sim import simulate
+    from pyticdc.spark.apply import supports
     from pyticdc.spark.selftest import check_history_on_spark
     from pyticdc.spark.session import spark_session
 
     spark = spark_session("pyticdc-selftest", "local[2]", {"spark.sql.shuffle.partitions": "2"})
     spark.sparkContext.setLogLevel("ERROR")
-    config = WorkloadConfig(transactions=args.transactions)
+    config = _workload(args)
+    engines = args.apply_engine or ["driver", "auto"]
+    readers = list(dict.fromkeys(args.reader or ["pyticdc"])) if args.kafka else [None]
+    if "kafka" in readers:
+        from pyticdc.spark.session import has_kafka_source
+
+        if not has_kafka_source(spark):
+            raise ConfigError('--reader kafka needs Spark\'s Kafka source (spark-sql-kafka-0-10): python3 run.py '
+                              "provisions it in .jars/spark")
+    runs = [(protocol, rule, seed, chosen) for protocol in protocols for rule, seed, chosen in itertools.product(
+        args.dispatcher or ["default"], range(args.seed, args.seed + args.seeds),
+        # auto may be the driver engine (modelling): run it once
+        dict.fromkeys(e if e != "auto" else "distributed" if supports(protocol) and not args.modelling.driver_only
+                      else "driver" for e in engines))]
     failures = 0
-    for protocol in protocols:
+    for (protocol, rule, seed, chosen), reader in itertools.product(runs, readers):
         options = _options(protocol, args.option)
-        for rule in args.dispatcher or ["default"]:
-            rules = [{"matcher": ["*.*"], "partition": rule}]
-            for seed in range(args.seed, args.seed + args.seeds):
-                label = (f"{protocol} {options or ''} dispatcher={rule} seed={seed} partitions={args.partitions} "
-                         "engine=spark")
-                try:
-                    report = check_history_on_spark(spark, simulate(seed, config), protocol, options, plan=plan,
-                                                    seed=seed, partitions=args.partitions, rules=rules)
-                except OracleMismatch as exc:
-                    failures += 1
-                    print(f"FAIL {label}\n     {exc}", flush=True)
-                    continue
-                kinds = ", ".join(c.split(" ", 1)[0] for c in report.crashes) or "none"
-                print(f"ok   {label}: Delta replica equals source at {report.checks} batches ({report.records} "
-                      f"records, {len(report.crashes)} crashes: {kinds}; {report.quarantined} quarantined, "
-                      f"{report.seconds:.1f}s)", flush=True)
+        rules = [{"matcher": ["*.*"], "partition": rule}]
+        label = (f"{protocol} {options or ''} dispatcher={rule} seed={seed} partitions={args.partitions} "
+                 f"engine=spark apply={chosen}" + (f" reader={reader}" if reader else ""))
+        try:
+            report = check_history_on_spark(spark, simulate(seed, config), protocol, options, plan=plan, seed=seed,
+                                            partitions=args.partitions, rules=rules, engine=chosen,
+                                            modelling=args.modelling,
+                                            kafka={"bootstrap.servers": args.kafka} if args.kafka else None,
+                                            reader=reader or "pyticdc")
+        except OracleMismatch as exc:
+            failures += 1
+            print(f"FAIL {label}\n     {exc}", flush=True)
+            continue
+        kinds = ", ".join(c.split(" ", 1)[0] for c in report.crashes) or "none"
+        print(f"ok   {label}: Delta replica equals source at {report.checks} batches ({report.records} "
+              f"records, {len(report.crashes)} crashes: {kinds}; {report.quarantined} quarantined, "
+              f"{report.seconds:.1f}s)", flush=True)
     return 1 if failures else 0

@@ -15,6 +15,8 @@ import struct
 from decimal import Decimal
 from typing import Final
 
+import orjson
+
 __all__ = [
     "easyjson_quote",
     "float32_round",
@@ -45,20 +47,18 @@ codecs.register_error("pyticdc-go-replace", _go_replace)
 #: A JSON number written ``-0`` (Go's FormatFloat prints a negative zero so). orjson and msgspec read
 #: it as the integer 0 and lose the sign strconv.ParseFloat keeps; a match inside a string is harmless.
 _NEGATIVE_ZERO: Final = re.compile(rb"(?<![^:\[,\s])-0(?![0-9.eE])")
-# The same search with bytes.find for "-0" and the bytes around each hit checked by hand: re tries
-# the lookbehind at every position of every message. A test checks both agree.
-_BEFORE_NUMBER: Final = frozenset(b":[,\t\n\x0b\x0c\r ")
+# The same search led by the literal "-0", which re finds with its fast substring search; the byte
+# before is checked after (a lookbehind first is tried at every position of every message), and a
+# "-0" at the very start, which has no byte before, by hand. A test checks both agree.
+_NEGATIVE_ZERO_LITERAL_FIRST: Final = re.compile(rb"-0(?![0-9.eE])(?<=[:\[,\s]-0)")
 _NUMBER_GOES_ON: Final = frozenset(b"0123456789.eE")
 
 
 def has_negative_zero(data: bytes) -> bool:
     """Whether ``data`` may hold a JSON number ``-0`` (then parse it with ``loads_keeping_negative_zero``)."""
-    at = data.find(b"-0")
-    while at >= 0:
-        if (at == 0 or data[at - 1] in _BEFORE_NUMBER) and (at + 2 == len(data) or data[at + 2] not in _NUMBER_GOES_ON):
-            return True
-        at = data.find(b"-0", at + 2)
-    return False
+    if _NEGATIVE_ZERO_LITERAL_FIRST.search(data) is not None:
+        return True
+    return data.startswith(b"-0") and (len(data) == 2 or data[2] not in _NUMBER_GOES_ON)
 
 
 def _int_or_negative_zero(text: str) -> int | float:
@@ -105,10 +105,34 @@ _GO_NEEDS: Final = re.compile("[\x00-\x1f\"\\\\<>&\u2028\u2029]")
 _JSONITER_NEEDS: Final = re.compile('[\x00-\x1f"\\\\]')
 
 
+# A text that needs escapes is quoted by orjson and fixed up, not by str.translate: translate looks
+# every character up in the table dict (tens of microseconds for a paragraph with one "<" or "é").
+# orjson escapes exactly " \\ and the controls (\b \f \n \r \t short, the rest \u00XX in lower-case
+# hex) like encoding/json; what it writes raw and Go does not (< > & U+2028 U+2029) is replaced in its
+# output, where those characters can only stand for themselves. It refuses lone surrogates: translate.
+_GO_HTML: Final = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                   ("\u2029", "\\u2029"))
+
+
+def _orjson_go_quote(text: str) -> str | None:
+    """``text`` quoted as encoding/json does, through orjson; None if orjson refuses it (surrogates)."""
+    try:
+        quoted = orjson.dumps(text).decode()
+    except orjson.JSONEncodeError:
+        return None
+    for char, escape in _GO_HTML:
+        if char in quoted:
+            quoted = quoted.replace(char, escape)
+    return quoted
+
+
 def go_json_quote(text: str) -> str:
     """A JSON string literal exactly as Go ``encoding/json`` writes ``text``."""
     if _GO_NEEDS.search(text) is None:
         return f'"{text}"'
+    quoted = _orjson_go_quote(text)
+    if quoted is not None:
+        return quoted
     return f'"{text.translate(_GO_TABLE)}"'
 
 
@@ -123,6 +147,9 @@ def go_json_quote_bytes(data: bytes) -> str:
     text = data.decode("utf-8", "surrogateescape")
     if _GO_BYTES_NEEDS.search(text) is None:
         return f'"{text}"'
+    quoted = _orjson_go_quote(text)  # None when text holds invalid UTF-8 (surrogates)
+    if quoted is not None:
+        return quoted
     return f'"{text.translate(_GO_BYTES_TABLE)}"'
 
 
@@ -130,6 +157,10 @@ def easyjson_quote(text: str) -> str:
     """A JSON string literal exactly as easyjson's jwriter writes ``text``."""
     if _GO_NEEDS.search(text) is None:
         return f'"{text}"'
+    if "\x08" not in text and "\x0c" not in text:  # easyjson writes those two long, orjson short
+        quoted = _orjson_go_quote(text)
+        if quoted is not None:
+            return quoted
     return f'"{text.translate(_EASYJSON_TABLE)}"'
 
 
@@ -141,6 +172,11 @@ def jsoniter_quote(text: str) -> str:
     """
     if _JSONITER_NEEDS.search(text) is None:
         return f'"{text}"'
+    if "\x08" not in text and "\x0c" not in text:  # json-iterator writes those two long, orjson short
+        try:
+            return orjson.dumps(text).decode()  # no HTML or U+2028 escapes: orjson's text as it is
+        except orjson.JSONEncodeError:
+            pass  # bytes passed through as surrogates
     return f'"{text.translate(_JSONITER_TABLE)}"'
 
 

@@ -72,9 +72,11 @@ How this differs from TiCDC's Go consumer (``cmd/kafka-consumer``, reference §9
   ordered by commit ts across tables and partitions, and every unit states the ts at which the whole
   replica is consistent.
 
-Limitations: Canal-JSON and Debezium without ``enable-tidb-extension`` send no watermarks (the consumer
-refuses them). Handle-key-only rows (large messages without claim-check) are passed on flagged
-``handle_key_only``: TiCDC's consumer re-reads them from the upstream, which a Kafka consumer cannot.
+Limitations: Canal-JSON and Debezium without ``enable-tidb-extension`` send no watermarks: the consumer
+refuses them unless built with ``consistency="batch"``, which releases what a batch read at
+:meth:`Consumer.flush` (weaker: see :mod:`pyticdc.consumer.batch_mode`). Handle-key-only rows (large
+messages without claim-check) are passed on flagged ``handle_key_only``: TiCDC's consumer re-reads them
+from the upstream, which a Kafka consumer cannot.
 A table with neither handle nor ``_tidb_rowid`` in the protocol (all but Open carry no row id) cannot
 tell two identical rows of one transaction from a re-send. Topics that stop receiving watermarks (a
 topic per dropped table) hold the global watermark back, as they do in TiCDC's consumer.

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from pyticdc.codec import canonical_protocol, make_decoder
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
-from pyticdc.consumer.identity import OP_RANK, ChangeIdentity, change_identity
+from pyticdc.consumer.batch_mode import BATCH, CONSISTENCIES, WATERMARK, ResendMarks, batch_order
+from pyticdc.consumer.identity import OP_RANK, change_identity
 from pyticdc.consumer.schemas import SchemaCache
 from pyticdc.consumer.state import BufferedRow, ConsumerState, DDLBlobs, TableRegistry, decode_state, encode_state
 from pyticdc.consumer.units import ApplyUnit, ConsumerStats, QuarantinedRecord, UnitKind
 from pyticdc.errors import ConfigError, DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Event, KafkaRecord, RowChange, TableInfo, Watermark
 
-__all__ = ["Consumer", "RecordLike", "RowResolver"]
+__all__ = ["Consumer", "RecordLike", "RowResolver", "carries_watermarks"]
 
 #: A Kafka record: a KafkaRecord or a ``(topic, partition, offset, key, value)`` tuple.
 RecordLike = KafkaRecord | tuple[str, int, int, bytes | None, bytes | None]
@@ -27,6 +28,8 @@ _DDLKey = tuple[int, str]
 
 #: Protocols that send watermarks only with ``enable-tidb-extension`` (reference §7).
 _EXTENSION_WATERMARKS = frozenset({"canal-json", "debezium"})
+#: Protocols whose DDL TiCDC sends to partition 0 only (reference §1.4): no barrier across partitions.
+_DDL_PARTITION_ZERO = frozenset({"canal-json"})
 #: Exceptions a buggy decoder may leak on hostile bytes; a poison record must not stop the consumer.
 _DECODER_BUGS = (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError, OverflowError,
                  RecursionError)
@@ -46,6 +49,13 @@ def _simple_resolver() -> RowResolver | None:
     return resolver
 
 
+def carries_watermarks(protocol: str, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``protocol`` records written with these codec options carry watermarks (ConfigError for bad options)."""
+    canonical = canonical_protocol(protocol)
+    decoder = make_decoder(canonical, options)
+    return canonical not in _EXTENSION_WATERMARKS or bool(getattr(decoder.options, "enable_tidb_extension", False))
+
+
 def _record_fields(record: RecordLike) -> tuple[str, int, int, bytes | None, bytes | None]:
     if isinstance(record, KafkaRecord):
         return record.topic, record.partition, record.offset, record.key, record.value
@@ -62,6 +72,10 @@ class Consumer:
     (earlier offsets are skipped anyway). ``unit_states=False``: units carry no state (``b""``), for a
     caller that stores :meth:`state` itself once it has applied every unit it was given (the replica
     pipeline does, per batch); it spares encoding the whole state for each unit.
+
+    ``consistency="batch"`` consumes a changefeed without watermarks (see :mod:`pyticdc.consumer.batch_mode`):
+    nothing is released while records are consumed, :meth:`flush` releases everything read; the default
+    ``"watermark"`` refuses such a changefeed.
     """
 
     def __init__(
@@ -77,14 +91,22 @@ class Consumer:
         max_unit_rows: int | None = None,
         compact_state: bool = False,
         unit_states: bool = True,
+        consistency: str = WATERMARK,
     ) -> None:
+        if consistency not in CONSISTENCIES:
+            raise ConfigError(f"unknown consistency {consistency!r}: one of {', '.join(CONSISTENCIES)}")
+        #: ``watermark`` or ``batch`` (released at :meth:`flush`).
+        self.consistency = consistency
+        self._batch = consistency == BATCH
+        self._flushing = False
         if decoder is None:
             self.protocol = canonical_protocol(protocol)
             # The engine holds Simple rows of an unknown schema itself (in its serialisable state),
             # so the decoder must hand them over untyped instead of holding them in memory.
             extra = {"hold_unknown_schema": False} if self.protocol == "simple" else {}
             decoder = make_decoder(self.protocol, options, claim_check=claim_check, **extra)
-            self._check_watermarks(decoder)
+            if not self._batch:
+                self._check_watermarks(decoder)
         else:
             self.protocol = protocol
         self._decoder = decoder
@@ -100,8 +122,6 @@ class Consumer:
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ConfigError(f"partition count of topic {topic!r} must be an integer >= 1, got {count!r}")
             subscription.extend((topic, p) for p in range(count))
-        if not subscription:
-            raise ConfigError("a consumer needs at least one topic partition")
         restored = decode_state(state) if state is not None else None
         if restored is not None and restored.protocol != self.protocol:
             raise ConfigError(f"state belongs to a {restored.protocol!r} consumer, not {self.protocol!r}")
@@ -118,10 +138,17 @@ class Consumer:
         self._ddl_blobs = DDLBlobs()
         for ref, info in old.tables.items():
             self._registry.add(ref, info)
-        self._rows: dict[ChangeIdentity, BufferedRow] = {}
+        self._rows: dict[Hashable, BufferedRow] = {}
         for buffered in old.rows:
-            buffered.identity = change_identity(buffered.row)
+            buffered.identity = self._row_key(buffered)
             self._rows[buffered.identity] = buffered
+        self._marks = ResendMarks(old.resend_marks)
+        # Batch consistency: DDL keys released at the released ts (a lagging partition's copy comes later).
+        self._released_ddls: set[_DDLKey] = {(ts, query) for ts, query in old.released_ddls}
+        self._ddl_seq: dict[_DDLKey, int] = {}
+        # Batch consistency: the partitions each buffered DDL has reached (it waits for all: a DDL is a barrier).
+        self._ddl_copies: dict[_DDLKey, set[TopicPartition]] = {
+            (ts, query): {(topic, partition) for topic, partition in copies} for ts, query, copies in old.ddl_copies}
         self._ddls: dict[_DDLKey, DDLEvent] = {(d.commit_ts, d.query): d for d in old.ddls}
         self._schemas = SchemaCache.from_builtins(old.schemas)
         self.stats: ConsumerStats = old.stats
@@ -131,6 +158,8 @@ class Consumer:
         self._last_inband: TableInfo | None = None
         # (topic, partition, offset, resolved ts before it) of the record being consumed, and of each DDL.
         self._origin: tuple[str, int, int, int] = ("", -1, -1, 0)
+        # Key, value and Kafka timestamp of the record being consumed (kept by rows held for their schema).
+        self._raw: tuple[bytes | None, bytes | None, int] = (None, None, 0)
         self._ddl_origins: dict[_DDLKey, tuple[str, int, int, int]] = {}
 
     def _check_watermarks(self, decoder: BaseDecoder) -> None:
@@ -147,7 +176,8 @@ class Consumer:
     @property
     def watermark(self) -> int:
         """The global watermark: the minimum resolved ts over every subscribed partition."""
-        return min(self._resolved.values())
+        # No partition yet (a capture holding only lines that are no record): nothing is complete.
+        return min(self._resolved.values(), default=0)
 
     @property
     def released_ts(self) -> int:
@@ -185,8 +215,13 @@ class Consumer:
             protocol=self.protocol, next_offsets=self._next_offsets, resolved=self._resolved,
             released_ts=self._released_ts, next_seq=self._next_seq, rows=list(self._rows.values()),
             ddls=list(self._ddls.values()), schemas=self._schemas.to_builtins(), stats=self.stats,
-            quarantine_marks=self._quarantine_marks,
+            quarantine_marks=self._quarantine_marks, resend_marks=self._marks.to_builtins(),
+            released_ddls=sorted(self._released_ddls), ddl_copies=self._ddl_copies_builtins(),
         ), self._registry, self._ddl_blobs)
+
+    def _ddl_copies_builtins(self) -> list[tuple[int, str, list[tuple[str, int]]]]:
+        return [(ts, query, sorted(copies)) for (ts, query), copies in sorted(self._ddl_copies.items())
+                if (ts, query) in self._ddls]
 
     def _compact_state(self) -> bytes:
         # Instead of the buffered rows and DDLs, where to read them again: per partition the earliest
@@ -203,7 +238,8 @@ class Consumer:
         return encode_state(ConsumerState(
             protocol=self.protocol, next_offsets=offsets, resolved=resolved, released_ts=self._released_ts,
             next_seq=self._next_seq, schemas=self._schemas.to_builtins(), stats=self.stats,
-            quarantine_marks=self._quarantine_marks, compact=True,
+            quarantine_marks=self._quarantine_marks, compact=True, resend_marks=self._marks.to_builtins(),
+            released_ddls=sorted(self._released_ddls),
         ))
 
     # ------------------------------------------------------------------ input
@@ -227,6 +263,7 @@ class Consumer:
             return []
         self._next_offsets[topic_partition] = offset + 1
         self._origin = (topic, partition, offset, self._resolved[topic_partition])
+        self._raw = (key, value, record.timestamp_ms if isinstance(record, KafkaRecord) else 0)
         reason = ""
         events: list[Event] = []
         try:
@@ -272,8 +309,18 @@ class Consumer:
         else:
             raise TypeError(f"decoder returned a non-event {type(event).__name__}")
 
+    def _row_key(self, buffered: BufferedRow) -> Hashable:
+        # Batch consistency tells re-sends apart before buffering (ResendMarks): several changes of one key
+        # within one millisecond share an identity, so each buffered row is its own entry.
+        identity = change_identity(buffered.row)
+        return (identity, buffered.seq) if self._batch else identity
+
     def _on_row(self, row: RowChange, topic_partition: TopicPartition, offset: int) -> None:
-        if row.commit_ts <= self._resolved[topic_partition] or row.commit_ts <= self._released_ts:
+        if self._batch:
+            if self._marks.is_resend(topic_partition[0], topic_partition[1], row):
+                self.stats.rows_replayed += 1
+                return
+        elif row.commit_ts <= self._resolved[topic_partition] or row.commit_ts <= self._released_ts:
             # This partition promised every change <= its resolved ts was sent before that watermark:
             # the row was buffered then, and this is a re-send from an older checkpoint. (Everything at or
             # below the released ts is applied: a compact-state resume re-reads such rows.)
@@ -287,15 +334,17 @@ class Consumer:
             self._last_inband = info
             self._schemas.learn(info, info.schema_version)
         if self._needs_schema(row):
+            buffered.raw = self._raw  # kept only while the row waits for its schema
             try:
-                resolved = self._resolve(buffered, topic_partition[0], topic_partition[1], offset)
+                resolved = self._resolve(buffered)
             except _Unreadable:
                 return
             if resolved is None:
                 buffered.resolved = False
             else:
+                buffered.raw = None
                 buffered.row = resolved
-        identity = change_identity(buffered.row)
+        identity = self._row_key(buffered)
         if identity in self._rows:
             self.stats.rows_duplicate += 1
             return
@@ -307,15 +356,25 @@ class Consumer:
         self.stats.rows_buffered += 1
 
     def _on_ddl(self, ddl: DDLEvent, topic_partition: TopicPartition) -> None:
-        if ddl.commit_ts <= self._resolved[topic_partition] or ddl.commit_ts <= self._released_ts:
+        key = (ddl.commit_ts, ddl.query)
+        if self._batch:
+            # A DDL reaches every partition before that partition's later rows, so a first copy is never below
+            # the released ts; at it, only a copy of one already released is a replay.
+            replayed = ddl.commit_ts < self._released_ts or key in self._released_ddls
+        else:
+            replayed = ddl.commit_ts <= self._resolved[topic_partition] or ddl.commit_ts <= self._released_ts
+        if replayed:
             self.stats.ddls_replayed += 1
             return
-        key = (ddl.commit_ts, ddl.query)
+        if self._batch and self.protocol not in _DDL_PARTITION_ZERO:
+            self._ddl_copies.setdefault(key, set()).add(topic_partition)
         if key in self._ddls:
             # Broadcast to every partition (and re-sent): executed once.
             self.stats.ddls_duplicate += 1
             return
         self._ddls[key] = ddl
+        self._ddl_seq[key] = self._next_seq
+        self._next_seq += 1
         self._ddl_origins[key] = self._origin
         self.stats.ddls_buffered += 1
         self._resolve_waiting(self._schemas.learn_ddl(ddl))
@@ -324,7 +383,7 @@ class Consumer:
     def _needs_schema(self, row: RowChange) -> bool:
         return self._resolve_row is not None and (row.table_info is None or not row.table_info.columns)
 
-    def _resolve(self, buffered: BufferedRow, topic: str, partition: int, offset: int) -> RowChange | None:
+    def _resolve(self, buffered: BufferedRow) -> RowChange | None:
         """The row read with its schema; None while the schema is unknown; raises _Unreadable."""
         row = buffered.row
         version = row.schema_version or (row.table_info.schema_version if row.table_info is not None else 0)
@@ -335,11 +394,8 @@ class Consumer:
             resolved = self._resolve_row(row, info)
         except (DecodeError, *_DECODER_BUGS) as exc:
             # The values do not fit the schema they claim: quarantine rather than apply a guess.
-            self._quarantine.append(QuarantinedRecord(
-                topic=topic, partition=partition, offset=offset, protocol=self.protocol,
-                reason=f"row {row.schema}.{row.table}@{row.commit_ts} unreadable with schema version "
-                       f"{info.schema_version}: {exc}",
-            ))
+            self._quarantine_held(buffered, f"row {row.schema}.{row.table}@{row.commit_ts} unreadable with "
+                                            f"schema version {info.schema_version}: {exc}")
             raise _Unreadable from exc
         self.stats.rows_schema_resolved += 1
         return resolved
@@ -351,7 +407,7 @@ class Consumer:
             if buffered.resolved or (buffered.row.schema, buffered.row.table) not in tables:
                 continue
             try:
-                resolved = self._resolve(buffered, "", -1, -1)
+                resolved = self._resolve(buffered)
             except _Unreadable:
                 del self._rows[identity]
                 self._waiting -= 1
@@ -360,7 +416,7 @@ class Consumer:
                 continue
             del self._rows[identity]
             self._waiting -= 1
-            buffered.row, buffered.resolved, buffered.blob = resolved, True, None
+            buffered.row, buffered.resolved, buffered.blob, buffered.raw = resolved, True, None, None
             # Re-key: the identity of a resolved row uses its handle, not the whole string image.
             new_identity = change_identity(resolved)
             if new_identity in self._rows:
@@ -368,6 +424,19 @@ class Consumer:
                 continue
             buffered.identity = new_identity
             self._rows[new_identity] = buffered
+
+    def _quarantine_held(self, buffered: BufferedRow, reason: str) -> None:
+        """Quarantine the record of a row that cannot be applied, with its place and bytes when known.
+
+        A row held for its schema keeps its record's bytes; one restored from a saved state has neither
+        place nor bytes (the state holds the decoded row only).
+        """
+        origin = buffered.origin or ("", -1, -1, 0)
+        key, value, timestamp = buffered.raw or (None, None, 0)
+        self._quarantine.append(QuarantinedRecord(
+            topic=origin[0], partition=origin[1], offset=origin[2], protocol=self.protocol, reason=reason,
+            key=key, value=value, kafka_timestamp=timestamp,
+        ))
 
     def _unreadable(self, buffered: BufferedRow) -> bool:
         # Held rows whose table's oldest known schema is newer than the row: that version will never
@@ -384,25 +453,35 @@ class Consumer:
             quarantined, self._quarantine = tuple(self._quarantine), []
             self.stats.quarantined += len(quarantined)
             units.append(self._emit("quarantine", quarantined=quarantined, consistent_ts=self._released_ts))
-        watermark = self.watermark
-        if watermark <= self._released_ts:
+        if self._batch and not self._flushing:
+            return units
+        watermark = self._read_up_to() if self._batch else self.watermark
+        # Batch consistency: a partition read behind the others, or a change in the released millisecond, is
+        # at or below the released ts and still new.
+        pending = self._batch and bool(self._rows or self._ddls)
+        if watermark <= self._released_ts and not pending:
             return units
         limit = watermark
+        if self._batch:
+            limit = self._ddl_barrier(limit)
         if self._waiting:
             limit = self._hold_for_schemas(watermark, units)
-        if limit <= self._released_ts:
+        if limit <= self._released_ts and not pending:
             return units
+        batch_mode = self._batch
+        # Batch consistency: commit ts in milliseconds may be shared by several changes of one key, whose
+        # order is their arrival order (one partition per key), not the operation rank of one transaction.
         rows = sorted(
             (b for b in self._rows.values() if b.row.commit_ts <= limit),
-            key=lambda b: (b.row.commit_ts, OP_RANK[b.row.op], b.seq),
+            key=lambda b: (b.row.commit_ts, 0 if batch_mode else OP_RANK[b.row.op], b.seq),
         )
-        ddls = sorted((d for d in self._ddls.values() if d.commit_ts <= limit), key=lambda d: d.commit_ts)
-        # Rows at a DDL's commit ts go before it (the Go consumer flushes rows <= ddl.commitTs first).
-        merged: list[tuple[int, int, BufferedRow | DDLEvent]] = list(heapq.merge(
-            ((b.row.commit_ts, 0, b) for b in rows),
-            ((d.commit_ts, 1, d) for d in ddls),
-            key=lambda item: (item[0], item[1]),
-        ))
+        ddls = sorted((d for d in self._ddls.values() if d.commit_ts <= limit),
+                      key=lambda d: (d.commit_ts, self._ddl_seq.get((d.commit_ts, d.query), 0)))
+        # Rows at a DDL's commit ts go before it (the Go consumer flushes rows <= ddl.commitTs first); in batch
+        # consistency, in read order with the rules of one millisecond (batch_order).
+        merged: list[tuple[int, int, BufferedRow | DDLEvent]] = batch_order(rows, ddls, self._ddl_seq) if batch_mode \
+            else list(heapq.merge(((b.row.commit_ts, 0, b) for b in rows), ((d.commit_ts, 1, d) for d in ddls),
+                                  key=lambda item: (item[0], item[1])))
         released_any = False
         batch: list[BufferedRow] = []
         for at, (commit_ts, _, item) in enumerate(merged):
@@ -418,6 +497,12 @@ class Consumer:
                 batch = []
             del self._ddls[(item.commit_ts, item.query)]
             self._ddl_origins.pop((item.commit_ts, item.query), None)
+            self._ddl_seq.pop((item.commit_ts, item.query), None)
+            self._ddl_copies.pop((item.commit_ts, item.query), None)
+            if batch_mode:
+                if item.commit_ts > max((k[0] for k in self._released_ddls), default=0):
+                    self._released_ddls.clear()
+                self._released_ddls.add((item.commit_ts, item.query))
             self._ddl_blobs.forget(item)
             self.stats.ddls_released += 1
             # The last item of the release leaves the replica consistent at the whole limit.
@@ -430,6 +515,30 @@ class Consumer:
             units.append(self._emit("checkpoint", consistent_ts=limit))
         return units
 
+    def flush(self) -> list[ApplyUnit]:
+        """Batch consistency: release everything read so far (call at the end of a batch); the units, in order."""
+        if not self._batch:
+            return self.release()
+        self._flushing = True
+        try:
+            return self.release()
+        finally:
+            self._flushing = False
+
+    def _ddl_barrier(self, limit: int) -> int:
+        # TiCDC sends a DDL to every partition after that partition's earlier changes: until each partition
+        # has delivered it, one may still hold changes before it, so nothing at or after it is released.
+        subscribed = len(self._next_offsets)
+        for (commit_ts, query), copies in self._ddl_copies.items():
+            if (commit_ts, query) in self._ddls and len(copies) < subscribed:
+                limit = min(limit, commit_ts - 1)
+        return limit
+
+    def _read_up_to(self) -> int:
+        # Batch consistency releases up to the newest change read (nothing newer can be known yet).
+        newest = max((b.row.commit_ts for b in self._rows.values()), default=0)
+        return max(newest, max((k[0] for k in self._ddls), default=0), self._released_ts)
+
     def _hold_for_schemas(self, watermark: int, units: list[ApplyUnit]) -> int:
         limit = watermark
         for identity, buffered in list(self._rows.items()):
@@ -439,11 +548,8 @@ class Consumer:
                 row = buffered.row
                 del self._rows[identity]
                 self._waiting -= 1
-                self._quarantine.append(QuarantinedRecord(
-                    topic="", partition=-1, offset=-1, protocol=self.protocol,
-                    reason=f"row {row.schema}.{row.table}@{row.commit_ts}: its schema version was never "
-                           "delivered (only newer ones)",
-                ))
+                self._quarantine_held(buffered, f"row {row.schema}.{row.table}@{row.commit_ts}: its schema "
+                                                "version was never delivered (only newer ones)")
                 continue
             limit = min(limit, buffered.row.commit_ts - 1)
         if self._quarantine:

@@ -78,6 +78,10 @@ class SchemaCache:
         at = bisect.bisect_right([v for v, _ in versions], commit_ts)
         return versions[at - 1][1] if at else None
 
+    def versions(self) -> list[tuple[int, TableInfo]]:
+        """Every known version as (valid-from ts, TableInfo)."""
+        return [item for versions in self._versions.values() for item in versions]
+
     def newest_valid_from(self, schema: str, table: str) -> int | None:
         """The start ts of the newest known version of a table, None if the table is unknown."""
         versions = self._versions.get((schema, table))

@@ -126,6 +126,9 @@ class BufferedRow(msgspec.Struct, kw_only=True):
     #: Where the row was read: (topic, partition, offset, the partition's resolved ts before that record);
     #: what a compact state resumes from (not serialised).
     origin: tuple[str, int, int, int] | None = None
+    #: The record's key, value and Kafka timestamp while the row waits for its schema (not serialised):
+    #: what the quarantine keeps if the schema, once known, does not fit the row.
+    raw: tuple[bytes | None, bytes | None, int] | None = None
 
     def encoded(self, registry: TableRegistry) -> msgspec.Raw:
         """The row's state encoding (cached)."""
@@ -178,6 +181,12 @@ class ConsumerState(msgspec.Struct, kw_only=True):
     quarantine_marks: dict[TopicPartition, int] = msgspec.field(default_factory=dict)
     #: Compact: no buffered rows or DDLs; the offsets and resolved ts are where to re-read them from.
     compact: bool = False
+    #: Batch consistency: ``ResendMarks.to_builtins()`` (what each partition read last, per table).
+    resend_marks: list[Any] = msgspec.field(default_factory=list)
+    #: Batch consistency: (commit ts, query) of the DDLs released at the released ts.
+    released_ddls: list[tuple[int, str]] = msgspec.field(default_factory=list)
+    #: Batch consistency: (commit ts, query, partitions it reached) of each buffered DDL.
+    ddl_copies: list[tuple[int, str, list[tuple[str, int]]]] = msgspec.field(default_factory=list)
 
 
 def _ddl_builtins(ddl: DDLEvent) -> dict[str, Any]:
@@ -230,6 +239,11 @@ def encode_state(state: ConsumerState, registry: TableRegistry | None = None, dd
         "schemas": state.schemas,
         "stats": msgspec.to_builtins(state.stats),
     }
+    if state.resend_marks or state.released_ddls or state.ddl_copies:
+        # Only a batch-consistency consumer has them: a watermark consumer's bytes stay as they were.
+        document["resend_marks"] = state.resend_marks
+        document["released_ddls"] = [list(key) for key in state.released_ddls]
+        document["ddl_copies"] = [[ts, query, [list(tp) for tp in copies]] for ts, query, copies in state.ddl_copies]
     return _ENCODER.encode(document)
 
 
@@ -260,6 +274,10 @@ def decode_state(data: bytes) -> ConsumerState:
             tables=tables,
             quarantine_marks=marks,
             compact=bool(document["compact"]),
+            resend_marks=list(document.get("resend_marks", [])),
+            released_ddls=[(int(ts), str(query)) for ts, query in document.get("released_ddls", [])],
+            ddl_copies=[(int(ts), str(query), [(str(t), int(p)) for t, p in copies])
+                        for ts, query, copies in document.get("ddl_copies", [])],
         )
     except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError) as exc:
         raise ValueError(f"corrupt consumer state: {exc}") from exc

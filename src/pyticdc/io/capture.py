@@ -120,6 +120,10 @@ def _open_text(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+#: Lines detect_format reads past lines that are not JSON before it calls the file JSON Lines.
+_DETECT_LINES: Final = 1000
+
+
 def detect_format(path: str | Path, format: str = "auto") -> str:
     """The capture format of ``path``: ``format`` itself unless ``auto``, else by name or first line."""
     if format != "auto":
@@ -131,24 +135,29 @@ def detect_format(path: str | Path, format: str = "auto") -> str:
         return "parquet"
     try:
         with _open_text(path) as handle:
-            first = handle.readline()
+            # The first JSON line decides. Lines that are not JSON (a garbled or truncated line, or a file
+            # of nothing else) decide nothing: they are bad lines, which lenient readers quarantine with
+            # their bytes and position, so they must not make the whole capture unreadable.
+            for _ in range(_DETECT_LINES):
+                line = handle.readline()
+                if not line:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    envelope = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(envelope, dict) and "payload" in envelope:
+                    return "kcat"
+                if isinstance(envelope, dict) and "value" in envelope:
+                    return "jsonl"
+                raise CaptureError(
+                    f"{path}: first JSON line has neither 'value' (pyticdc jsonl) nor 'payload' (kcat -J); a file "
+                    "of messages themselves is read with --lines FILE (one per line) or --value FILE")
     except OSError as exc:
         raise CaptureError(f"cannot read capture file {path}: {exc}") from None
-    if not first.strip():
-        return "jsonl"  # an empty capture: any line format reads it as empty
-    try:
-        envelope = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        raise CaptureError(
-            f"{path}: first line is not JSON; capture files are JSON Lines (pyticdc or kcat -J) or Parquet (a file "
-            "of messages themselves is read with --lines FILE or --value FILE)"
-        ) from None
-    if isinstance(envelope, dict) and "payload" in envelope:
-        return "kcat"
-    if isinstance(envelope, dict) and "value" in envelope:
-        return "jsonl"
-    raise CaptureError(f"{path}: first line has neither 'value' (pyticdc jsonl) nor 'payload' (kcat -J); a file of "
-                       "messages themselves is read with --lines FILE (one per line) or --value FILE")
+    return "jsonl"  # empty, or no JSON line: a JSON Lines capture whose every line is bad
 
 
 def capture_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:

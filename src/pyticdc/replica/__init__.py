@@ -24,6 +24,7 @@ whole row (such a table is a multiset: identical rows cannot be told apart). Spa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +75,10 @@ __all__ = [
 ]
 
 
-def replica_tables(warehouse: str | Path) -> list[dict[str, Any]]:
+def replica_tables(warehouse: str | Path, *, storage_options: Mapping[str, str] | None = None,
+                   ) -> list[dict[str, Any]]:
     """Each replica table of a warehouse: name, directory, rows, key and how fresh it is (committed progress)."""
-    store = DeltaStore(warehouse)
+    store = DeltaStore(warehouse, storage_options=storage_options)
     progress = read_progress(store)
     return [{
         "schema": entry.schema, "table": entry.table, "path": str(store.root / entry.path), "rows": entry.rows,

@@ -24,6 +24,7 @@ the crash point and however the records are re-read, each change reaches each ta
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,11 @@ from pyticdc.replica.ddl import (
     interpret_ddl,
     rename_table_info,
 )
+from pyticdc.replica.maintenance import TableOptions, maintain_table
+from pyticdc.replica.modelling import Modelling
 from pyticdc.replica.progress import Progress, TableEntry, read_progress, write_progress
-from pyticdc.replica.projection import DIGEST, ROWID, evolve, project_changes, replica_schema
+from pyticdc.replica.projection import DIGEST, ROWID, evolve, merge_source, replica_schema
+from pyticdc.replica.storage import Location, RemotePath
 from pyticdc.replica.store import APP_ID, DeltaStore, ddl_position, rows_position, safe_name
 
 __all__ = ["ApplyStats", "DeltaReplica", "Hook", "SimulatedCrash"]
@@ -84,6 +88,10 @@ class ApplyStats(msgspec.Struct, kw_only=True):
     batches: int = 0
     #: Row changes of tables the table filter leaves out (``--table``): read, deliberately not applied.
     rows_filtered: int = 0
+    #: Upserts written from images lacking columns (handle-key-only): only the columns sent were assigned.
+    partial_images: int = 0
+    #: TRUNCATE statements not applied (``on_truncate="ignore"``).
+    truncates_ignored: int = 0
 
 
 #: The quarantine table's columns: the same as the Spark quarantine sink's (``pyticdc.spark.sinks``).
@@ -146,12 +154,24 @@ class DeltaReplica:
     """
 
     def __init__(
-        self, warehouse: str | Path, *, app_id: str = APP_ID, time_zone: str = "UTC",
+        self, warehouse: str | Path | RemotePath, *, app_id: str = APP_ID, time_zone: str = "UTC",
         table_filter: Callable[[str, str], bool] | None = None, hook: Hook | None = None,
-        storage_options: Mapping[str, str] | None = None, maintenance_every: int = 100,
+        storage_options: Mapping[str, str] | None = None, maintenance_every: int | None = None,
+        modelling: Modelling | None = None, table_options: TableOptions | None = None,
     ) -> None:
-        self.store = DeltaStore(warehouse, app_id=app_id, storage_options=storage_options)
-        self.maintenance_every = maintenance_every
+        #: Metadata columns, soft deletes, key overrides, TRUNCATE handling (:mod:`pyticdc.replica.modelling`).
+        self.modelling = modelling or Modelling()
+        self.store = DeltaStore(warehouse, app_id=app_id, storage_options=storage_options,
+                                table_options=table_options)
+        #: OPTIMIZE (and VACUUM) every this many batches (default: the table options' ``optimize_every``).
+        self.maintenance_every = self.store.table_options.optimize_every if maintenance_every is None \
+            else maintenance_every
+        #: False for a feed without watermarks (batch consistency): a partition read behind the others brings
+        #: rows below a table's position, which are new, so every row is applied (re-applying a batch's net
+        #: change after a crash leaves the same images: MERGE by key is idempotent).
+        self.skip_by_position = True
+        #: Row changes applied per table by this process (the metrics' per-table counter; not in the progress).
+        self.rows_by_table: dict[TableKey, int] = {}
         self._maintain: set[TableKey] = set()
         self.time_zone = time_zone
         self.table_filter = table_filter
@@ -186,11 +206,11 @@ class DeltaReplica:
         """Row changes buffered for the next flush."""
         return sum(len(rows) for rows in self._segments.values())
 
-    def path(self, entry: TableEntry) -> Path:
+    def path(self, entry: TableEntry) -> Location:
         """Absolute directory of a replica table."""
         return self.store.root / entry.path
 
-    def _locate(self, entry: TableEntry) -> Path | None:
+    def _locate(self, entry: TableEntry) -> Location | None:
         """Where the table of ``entry`` is: its path, or where an earlier attempt of this batch moved it."""
         path = self.path(entry)
         if self.store.uid(path) == entry.uid:
@@ -268,14 +288,17 @@ class DeltaReplica:
 
         Every batch rewrites the progress and MERGEs small files into the tables; run every
         ``maintenance_every`` batches. Compaction keeps content and positions (the Delta application
-        transactions stay in the log); old files of replica tables are left for ``VACUUM`` (readers of
-        older versions may need them).
+        transactions stay in the log); old files of replica tables are vacuumed only with a
+        ``vacuum_retention_hours`` (readers of older versions may need them).
         """
         for key in sorted(self._maintain):
             entry = self._catalog.get(key)
             table = self.store.open(self.path(entry)) if entry is not None else None
-            if table is not None and len(table.file_uris()) > 16:
-                table.optimize.compact()
+            if table is not None:
+                maintain_table(table, entry.path if entry is not None else "",
+                               retention_hours=self.store.table_options.vacuum_retention_hours)
+                if entry is not None:
+                    self.store.forget(self.path(entry))
         self._maintain.clear()
         progress = self.store.open(self.store.internal_path("progress"))
         if progress is not None:
@@ -301,23 +324,28 @@ class DeltaReplica:
         held = self.store.position(path)
         current = self.store.schema(path)
         entry.info = _reconcile(entry.info, current)
-        fresh = [row for row in rows if rows_position(row.commit_ts) > held]
+        fresh = [row for row in rows if rows_position(row.commit_ts) > held] if self.skip_by_position else rows
         self.stats.rows_skipped += len(rows) - len(fresh)
         if not fresh:
             return
-        net = net_change(fresh)
+        key_override = self.modelling.key_for(*key)
+        if key_override is not None:
+            self.modelling.check_table(entry.info)
+        net = net_change(fresh, key=key_override, columns=[c.name for c in entry.info.columns])
         rowid = ROWID in current.names or any(row.row_id for row in fresh)
         digest = net.strategy == "image"
+        now = dt.datetime.now(dt.timezone.utc)
         while True:
             try:
-                source = project_changes(net, entry.info, rowid=rowid, time_zone=self.time_zone)
+                merge = merge_source(net, entry.info, rowid=rowid, time_zone=self.time_zone, modelling=self.modelling,
+                                     ingested_at=now)
                 break
             except ValueError as exc:
                 widened = _widen_decimal(entry.info, str(exc))
                 if widened is None:
                     raise ReplicaError(f"{key[0]}.{key[1]}: {exc}") from None
                 entry.info = widened
-        wanted = replica_schema(entry.info, rowid=rowid, digest=digest)
+        wanted = replica_schema(entry.info, rowid=rowid, digest=digest, modelling=self.modelling)
         if _layout(current) != _layout(wanted):
             # A layout change that keeps every row's content (a hidden column, a column learnt from rows, a
             # widened DECIMAL): rewritten at the position the table already has, so a replay sees it done or
@@ -325,12 +353,15 @@ class DeltaReplica:
             self._rewrite(entry, path, held, rowid=rowid, digest=digest)
         on = list(net.key_columns) if net.strategy == "key" else [ROWID if net.strategy == "rowid" else DIGEST]
         self._call("before-table-commit", table=key, position=position, kind="merge", rows=len(fresh))
-        self.store.merge(path, source, on=on, position=position)
+        self.store.merge(path, merge.table, on=on, position=position, shapes=merge.shapes,
+                         soft_columns=merge.soft_columns)
         self._call("after-table-commit", table=key, position=position, kind="merge", rows=len(fresh))
         entry.last_commit_ts = max(entry.last_commit_ts, max(row.commit_ts for row in fresh))
         entry.key_columns = net.key_columns if net.strategy == "key" else (ROWID,) if net.strategy == "rowid" else ()
         self.stats.rows_applied += len(fresh)
+        self.rows_by_table[key] = self.rows_by_table.get(key, 0) + len(fresh)
         self.stats.actions += net.size
+        self.stats.partial_images += sum(1 for action in net.upserts if id(action) in net.partial)
         self.stats.merges += 1
         self._touched.add(key)
 
@@ -343,10 +374,10 @@ class DeltaReplica:
         # Created just before its first row, so that row's position is above the table's.
         return self._create(key, rename_table_info(info, key), f"{key[0]}.{key[1]}@{first}", ddl_position(first - 1))
 
-    def _rewrite(self, entry: TableEntry, path: Path, position: int, *, rowid: bool, digest: bool,
+    def _rewrite(self, entry: TableEntry, path: Location, position: int, *, rowid: bool, digest: bool,
                  defaults: Mapping[str, str | None] | None = None, renamed: Mapping[str, str] | None = None) -> None:
         data = evolve(self.store.read(path), entry.info, rowid=rowid, digest=digest, defaults=defaults,
-                      renamed=renamed, time_zone=self.time_zone)
+                      renamed=renamed, time_zone=self.time_zone, modelling=self.modelling)
         key = (entry.schema, entry.table)
         self._call("before-table-commit", table=key, position=position, kind="rewrite", rows=data.num_rows)
         self.store.overwrite(path, data, position=position)
@@ -389,9 +420,15 @@ class DeltaReplica:
                 self._drop(change.old, ddl)
         elif isinstance(change, TruncateTable):
             entry = self._catalog.get(change.key)
-            if entry is not None:
-                self._segments.pop(change.key, None)  # everything before the truncate is gone anyway
-                self._truncate(entry, position)
+            if self.modelling.on_truncate == "ignore":
+                if entry is not None or change.key in self._segments:
+                    self._flush(change.key, before)  # the rows before it stay, so they are applied
+                    self.stats.truncates_ignored += 1
+            else:
+                # Everything before the truncate is gone anyway (also rows of a table not created yet).
+                self._segments.pop(change.key, None)
+                if entry is not None:
+                    self._truncate(entry, position)
         elif isinstance(change, AlterTable):
             entry = self._catalog.get(change.key)
             if entry is not None:
@@ -403,9 +440,9 @@ class DeltaReplica:
 
     def _create(self, key: TableKey, info: TableInfo, uid: str, position: int) -> TableEntry:
         path = self.store.table_path(*key)
-        relative = str(path.relative_to(self.store.root))
+        relative = self.store.relative(path)
         entry = TableEntry(schema=key[0], table=key[1], uid=uid, path=relative, info=info,
-                           key_columns=handle_columns(info))
+                           key_columns=self.modelling.key_for(*key) or handle_columns(info))
         existing = self.store.uid(path)
         if existing == uid:
             self.stats.ddls_skipped += 1  # created by an earlier attempt of this batch
@@ -414,16 +451,19 @@ class DeltaReplica:
                 # A directory the progress knows nothing of (an attempt that crashed before recording it,
                 # of another table generation): moved aside, never silently mixed into this table.
                 self._set_aside(path, f"stale-{existing or 'unknown'}")
-            data = replica_schema(info, rowid=False, digest=False).empty_table()
+            self.modelling.check_table(info)
+            data = replica_schema(info, rowid=False, digest=False, modelling=self.modelling).empty_table()
             self._call("before-table-commit", table=key, position=position, kind="create", rows=0)
-            self.store.create(path, data, uid=uid, position=position, name=f"{key[0]}.{key[1]}")
+            self.store.create(path, data, uid=uid, position=position, name=f"{key[0]}.{key[1]}",
+                              partition_by=self.store.table_options.partition_columns(*key),
+                              properties=dict(self.store.table_options.properties))
             self._call("after-table-commit", table=key, position=position, kind="create", rows=0)
             self.stats.ddls_applied += 1
         self._catalog[key] = entry
         self._touched.add(key)
         return entry
 
-    def _set_aside(self, path: Path, label: str) -> None:
+    def _set_aside(self, path: Location, label: str) -> None:
         target = self.store.internal_path("dropped") / safe_name(label)
         suffix = 0
         while target.exists():
@@ -464,7 +504,7 @@ class DeltaReplica:
             self.stats.ddls_applied += 1
         else:
             self.stats.ddls_skipped += 1  # renamed (and maybe more) by an earlier attempt
-        renamed = TableEntry(schema=new[0], table=new[1], uid=entry.uid, path=str(target.relative_to(self.store.root)),
+        renamed = TableEntry(schema=new[0], table=new[1], uid=entry.uid, path=self.store.relative(target),
                              info=rename_table_info(entry.info, new), last_commit_ts=entry.last_commit_ts,
                              rows=entry.rows, key_columns=entry.key_columns)
         self._catalog[new] = renamed
@@ -491,8 +531,9 @@ class DeltaReplica:
         current = self.store.schema(path)
         entry.info = _reconcile(entry.info, current)
         rowid, digest = ROWID in current.names, DIGEST in current.names
-        wanted = replica_schema(entry.info, rowid=rowid, digest=digest)
-        same_layout = (_layout(wanted) == _layout(replica_schema(old_info, rowid=rowid, digest=digest))
+        wanted = replica_schema(entry.info, rowid=rowid, digest=digest, modelling=self.modelling)
+        same_layout = (_layout(wanted) == _layout(replica_schema(old_info, rowid=rowid, digest=digest,
+                                                                 modelling=self.modelling))
                        and _layout(current) == _layout(wanted))
         if same_layout and not change.renamed:
             return  # keys, indexes, comments: nothing to rewrite

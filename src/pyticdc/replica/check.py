@@ -16,11 +16,12 @@ from typing import Any
 from pyticdc.model import Op, Row, RowChange, TableInfo
 from pyticdc.replica.changes import NetChange
 from pyticdc.replica.ddl import TableKey
-from pyticdc.replica.progress import Progress, read_progress
-from pyticdc.replica.projection import COMMIT_TS, HIDDEN_COLUMNS, OP, project_changes, table_columns
+from pyticdc.replica.modelling import IS_DELETED, Modelling
+from pyticdc.replica.progress import Progress, read_progress, tso_time
+from pyticdc.replica.projection import COMMIT_TS, DIGEST, HIDDEN_COLUMNS, OP, project_changes, table_columns
 from pyticdc.replica.store import DeltaStore
 
-__all__ = ["compare_replica", "read_replica", "typed_truth", "unsettled_tables"]
+__all__ = ["check_modelling", "compare_replica", "read_replica", "typed_truth", "unsettled_tables"]
 
 #: A row as compared: (column name, typed value) pairs in name order.
 FrozenRow = tuple[tuple[str, Any], ...]
@@ -48,25 +49,79 @@ def typed_truth(rows: Counter[Row], truth_info: TableInfo, replica_info: TableIn
     return _frozen(typed.to_pylist(), columns)
 
 
-def read_replica(warehouse: str | Path) -> tuple[Progress, dict[TableKey, Counter[FrozenRow]]]:
-    """The committed progress and every replica table's rows (without the metadata columns)."""
-    store = DeltaStore(warehouse)
+def read_replica(warehouse: str | Path, *, storage_options: Mapping[str, str] | None = None,
+                 modelling: Modelling | None = None) -> tuple[Progress, dict[TableKey, Counter[FrozenRow]]]:
+    """The committed progress and every replica table's live rows (without the metadata columns).
+
+    With soft deletes (``modelling``), rows with ``_is_deleted = true`` are left out: the live view.
+    """
+    store = DeltaStore(warehouse, storage_options=storage_options)
     progress = read_progress(store)
     content: dict[TableKey, Counter[FrozenRow]] = {}
     for key, entry in progress.tables.items():
         data = store.read(store.root / entry.path)
-        content[key] = _frozen(data.to_pylist(), table_columns(data.schema))
+        rows = data.to_pylist()
+        if modelling is not None and modelling.soft_delete and IS_DELETED in data.schema.names:
+            rows = [row for row in rows if not row[IS_DELETED]]
+        content[key] = _frozen(rows, table_columns(data.schema, modelling))
     return progress, content
 
 
-def unsettled_tables(warehouse: str | Path) -> list[str]:
+def check_modelling(warehouse: str | Path, modelling: Modelling, *,
+                    storage_options: Mapping[str, str] | None = None) -> str | None:
+    """None if the committed tables are modelled as ``modelling`` says, else the first violation.
+
+    Metadata columns hold what they mean (``_op`` an operation, ``delete`` exactly on soft-deleted rows,
+    ``_commit_time`` the time of ``_commit_ts``, ``_ingested_at`` set); a soft-deleted row's key is no
+    live row's key (a re-insert revived it instead of adding a row); a table under ``--key`` is found by
+    those columns and has no row digest.
+    """
+    store = DeltaStore(warehouse, storage_options=storage_options)
+    progress = read_progress(store)
+    for key, entry in sorted(progress.tables.items()):
+        name = f"{key[0]}.{key[1]}"
+        data = store.read(store.root / entry.path)
+        missing = [c for c in modelling.row_columns if c not in data.schema.names]
+        if missing:
+            return f"table {name}: metadata columns {missing} missing"
+        override = modelling.key_for(*key)
+        if override is not None and (DIGEST in data.schema.names or tuple(entry.key_columns) != override):
+            return (f"table {name}: --table-key {','.join(override)} not used (key {list(entry.key_columns)}, digest "
+                    f"column {'present' if DIGEST in data.schema.names else 'absent'})")
+        live: set[tuple[Any, ...]] = set()
+        gone: list[tuple[Any, ...]] = []
+        for row in data.to_pylist():
+            deleted = bool(row.get(IS_DELETED)) if modelling.soft_delete else False
+            if "_op" in row and row["_op"] not in ("insert", "update", "delete"):
+                return f"table {name}: _op {row['_op']!r}"
+            if "_op" in row and modelling.soft_delete and (row["_op"] == "delete") != deleted:
+                return f"table {name}: _op {row['_op']!r} on a row with _is_deleted={deleted}"
+            if "_commit_time" in row and row["_commit_time"] != tso_time(int(row[COMMIT_TS])):
+                return f"table {name}: _commit_time {row['_commit_time']} is not the time of {row[COMMIT_TS]}"
+            if "_ingested_at" in row and row["_ingested_at"] is None:
+                return f"table {name}: _ingested_at is NULL"
+            if entry.key_columns:
+                handle = tuple(_freeze(row.get(c)) for c in entry.key_columns)
+                if deleted:
+                    gone.append(handle)
+                else:
+                    live.add(handle)
+        revived = [h for h in gone if h in live]
+        if revived:
+            return f"table {name}: key {revived[0]} is both soft-deleted and live"
+        if len(set(gone)) != len(gone):
+            return f"table {name}: a key is soft-deleted twice"
+    return None
+
+
+def unsettled_tables(warehouse: str | Path, *, storage_options: Mapping[str, str] | None = None) -> list[str]:
     """Tables ahead of the committed progress: a batch crashed after writing them and was not redone yet.
 
     Such a table holds more than the progress says (never less, never a change twice); the next
     committed batch that reaches past the crashed one settles it. Empty when the replica is one
     consistent snapshot at the progress' consistent ts.
     """
-    store = DeltaStore(warehouse)
+    store = DeltaStore(warehouse, storage_options=storage_options)
     progress = read_progress(store)
     limit = 2 * progress.consistent_ts + 1
     ahead = []
@@ -85,10 +140,13 @@ def _describe(row: FrozenRow) -> str:
 
 def compare_replica(
     warehouse: str | Path, truth: Mapping[TableKey, Counter[Row]], truth_infos: Mapping[TableKey, TableInfo], *,
-    time_zone: str = "UTC",
+    time_zone: str = "UTC", storage_options: Mapping[str, str] | None = None, modelling: Modelling | None = None,
 ) -> str | None:
-    """None if the replica's committed tables hold exactly the truth, else the first difference."""
-    progress, content = read_replica(warehouse)
+    """None if the replica's committed tables hold exactly the truth, else the first difference.
+
+    With ``modelling``: the live rows against the truth, then :func:`check_modelling`.
+    """
+    progress, content = read_replica(warehouse, storage_options=storage_options, modelling=modelling)
     for key in sorted(set(content) | set(truth)):
         name = f"{key[0]}.{key[1]}"
         if key not in content:
@@ -110,4 +168,6 @@ def compare_replica(
             return (f"table {name}: {len(missing)} truth rows missing from the replica, first {_describe(missing[0])}"
                     + (f"; {len(extra)} replica rows not in the truth, first {_describe(extra[0])}" if extra else ""))
         return f"table {name}: {len(extra)} replica rows not in the truth, first {_describe(extra[0])}"
+    if modelling is not None:
+        return check_modelling(warehouse, modelling, storage_options=storage_options)
     return None

@@ -31,11 +31,16 @@ import msgspec
 from pyticdc.codec import canonical_protocol
 from pyticdc.codec.timezone import load_zone
 from pyticdc.consumer import Consumer
+from pyticdc.consumer.batch_mode import BATCH, WATERMARK
+from pyticdc.consumer.engine import carries_watermarks
 from pyticdc.consumer.units import ApplyUnit, QuarantinedRecord
 from pyticdc.errors import ConfigError, ReplicaError
 from pyticdc.model import KafkaRecord
 from pyticdc.replica.applier import DeltaReplica, Hook
+from pyticdc.replica.maintenance import TableOptions
+from pyticdc.replica.modelling import Modelling
 from pyticdc.replica.progress import Progress, TableEntry
+from pyticdc.replica.storage import RemotePath
 from pyticdc.replica.store import APP_ID
 
 __all__ = ["BatchReport", "Replicator", "interleave_partitions", "table_matcher"]
@@ -75,6 +80,11 @@ class BatchReport:
     rejected: int = 0
     #: Tables whose rows the table filter left out, in this batch.
     filtered_tables: list[tuple[str, str]] = field(default_factory=list)
+    #: ``watermark`` (complete up to ``consistent_ts``) or ``batch`` (a feed without watermarks: complete up to
+    #: what was read; see :mod:`pyticdc.consumer.batch_mode`).
+    consistency: str = WATERMARK
+    #: Row changes written per table in this batch.
+    rows_by_table: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         """One line: what the batch read, applied, dropped and quarantined (not the table schemas)."""
@@ -87,6 +97,15 @@ class BatchReport:
     def __repr__(self) -> str:
         """The one-line summary (the full table entries are in ``tables``)."""
         return f"<BatchReport {self}>"
+
+
+def _consistency(protocol: str, options: Mapping[str, Any], require_watermarks: bool) -> str:
+    if carries_watermarks(protocol, options):
+        return WATERMARK
+    if require_watermarks:
+        # The consumer's own refusal (same words for every caller).
+        Consumer(protocol, options, partitions={"check": 1})
+    return BATCH
 
 
 def interleave_partitions(records: Iterable[KafkaRecord]) -> Iterator[KafkaRecord]:
@@ -129,39 +148,46 @@ class Replicator:
     """
 
     def __init__(
-        self, warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
+        self, warehouse: str | Path | RemotePath, protocol: str, options: Mapping[str, Any] | None = None, *,
         partitions: Mapping[str, int], tables: Sequence[str] | None = None, time_zone: str | None = None,
         hook: Hook | None = None, app_id: str = APP_ID, storage_options: Mapping[str, str] | None = None,
-        source: Mapping[str, Any] | None = None,
+        source: Mapping[str, Any] | None = None, require_watermarks: bool = False, modelling: Modelling | None = None,
+        table_options: TableOptions | None = None,
     ) -> None:
         self.protocol = canonical_protocol(protocol)
         self.options = {str(k): v for k, v in (options or {}).items()}
+        #: ``watermark``, or ``batch`` for a feed that carries no watermarks (``require_watermarks`` refuses it).
+        self.consistency = _consistency(self.protocol, self.options, require_watermarks)
         zone = time_zone or str(self.options.get("time-zone", self.options.get("time_zone", "UTC")))
         load_zone(zone)  # an unknown zone fails now, not mid-batch after some tables were written
         self.replica = DeltaReplica(warehouse, app_id=app_id, time_zone=zone, table_filter=table_matcher(tables),
-                                    hook=hook, storage_options=storage_options)
+                                    hook=hook, storage_options=storage_options, modelling=modelling,
+                                    table_options=table_options)
+        self.replica.skip_by_position = self.consistency == WATERMARK
         progress = self.replica.progress
         recorded = progress.source.get("protocol")
         if recorded and recorded != self.protocol:
             raise ConfigError(f"{warehouse} replicates a {recorded} changefeed; it cannot continue from {self.protocol}"
                               " records (use another warehouse)")
         self.source = {**dict(source or {}), "protocol": self.protocol,
-                       "options": {k: str(v) for k, v in sorted(self.options.items())}}
+                       "options": {k: str(v) for k, v in sorted(self.options.items())},
+                       "consistency": self.consistency}
         self.partitions = dict(partitions)
         self._subscribed = {(topic, p) for topic, count in self.partitions.items() for p in range(count)}
         self.consumer = Consumer(self.protocol, self.options, partitions=self.partitions, state=progress.state,
-                                 unit_states=False)
+                                 unit_states=False, consistency=self.consistency)
         # Units a resumed consumer releases at once (its state may already cover a watermark).
         self._units = self.consumer.release()
         self._broken: BaseException | None = None
 
     @staticmethod
-    def check(warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
+    def check(warehouse: str | Path | RemotePath, protocol: str, options: Mapping[str, Any] | None = None, *,
               tables: Sequence[str] | None = None, time_zone: str | None = None,
-              storage_options: Mapping[str, str] | None = None) -> None:
+              storage_options: Mapping[str, str] | None = None, require_watermarks: bool = False,
+              modelling: Modelling | None = None) -> None:
         """Raise ConfigError for anything a Replicator would refuse, without reading a record or writing anything.
 
-        Codec options (unknown names, bad values, a protocol that would carry no watermarks), the time zone,
+        Codec options (unknown names, bad values; with ``require_watermarks`` a feed without watermarks), the time zone,
         the table filter, and an existing warehouse written from another protocol: what a command checks
         before it starts Spark.
         """
@@ -170,10 +196,21 @@ class Replicator:
 
         canonical = canonical_protocol(protocol)
         named = {str(k): v for k, v in (options or {}).items()}
-        Consumer(canonical, named, partitions={"check": 1})
+        Consumer(canonical, named, partitions={"check": 1},
+                 consistency=_consistency(canonical, named, require_watermarks))
         load_zone(time_zone or str(named.get("time-zone", named.get("time_zone", "UTC"))))
         table_matcher(tables)
-        recorded = read_progress(DeltaStore(warehouse, storage_options=storage_options)).source.get("protocol")
+        try:
+            progress = read_progress(DeltaStore(warehouse, storage_options=storage_options))
+        except OSError as exc:  # an object store that does not answer, or refuses the credentials
+            from pyticdc.replica.storage import reach_error
+
+            raise reach_error(str(warehouse), exc) from None
+        if modelling is not None:
+            # Key overrides and metadata columns against the tables the warehouse already holds.
+            for entry in progress.tables.values():
+                modelling.check_table(entry.info)
+        recorded = progress.source.get("protocol")
         if recorded and recorded != canonical:
             raise ConfigError(f"{warehouse} replicates a {recorded} changefeed; it cannot continue from {canonical}"
                               " records (use another warehouse)")
@@ -206,7 +243,7 @@ class Replicator:
         self.partitions = merged
         self._subscribed = {(topic, p) for topic, count in merged.items() for p in range(count)}
         self.consumer = Consumer(self.protocol, self.options, partitions=merged, state=self.consumer.state(),
-                                 unit_states=False)
+                                 unit_states=False, consistency=self.consistency)
 
     # ------------------------------------------------------------------ batches
     def process(self, records: Iterable[KafkaRecord], *, interleave: bool = True) -> BatchReport:
@@ -220,6 +257,7 @@ class Replicator:
         started = time.perf_counter()
         report = BatchReport(version=self.progress.version + 1)
         applied_before = self.replica.stats.rows_applied
+        by_table_before = dict(self.replica.rows_by_table)
         quarantined_before = self.replica.stats.quarantined
         filtered_before = self.replica.stats.rows_filtered
         filtered_tables = set(self.replica.filtered_tables)
@@ -240,6 +278,10 @@ class Replicator:
                     self.extend_partitions({record.topic: record.partition + 1})
                 for unit in self.consumer.consume(record):
                     self._take(unit, report)
+            if self.consistency == BATCH:
+                # No watermark will ever cover these changes: the batch is applied completely.
+                for unit in self.consumer.flush():
+                    self._take(unit, report)
             stats = {"consumer": msgspec.to_builtins(self.consumer.stats)}
             progress = self.replica.commit(self.consumer.state(), source=self.source, stats=stats)
         except BaseException as exc:
@@ -259,6 +301,10 @@ class Replicator:
         report.rows_filtered = self.replica.stats.rows_filtered - filtered_before
         report.rejected = rejected + counters.quarantined - stats_before.quarantined
         report.filtered_tables = sorted(self.replica.filtered_tables - filtered_tables)
+        report.consistency = self.consistency
+        report.rows_by_table = {key: count - by_table_before.get(key, 0)
+                                for key, count in self.replica.rows_by_table.items()
+                                if count != by_table_before.get(key, 0)}
         report.seconds = time.perf_counter() - started
         return report
 

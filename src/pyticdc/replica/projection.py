@@ -9,9 +9,18 @@ column                    type              meaning
 ``_commit_ts``            decimal(20,0)     commit ts (TSO) of the row's last change
 ``_tidb_rowid``           bigint            the row id TiDB stores the row under, where the protocol carries
                                             it (Open Protocol); how rows of a table without handle are found
-``_pyticdc_row_digest``   binary            only in tables without handle nor row id: a digest of the whole
-                                            row, how such rows are found
+``_pyticdc_row_digest``   binary            only in tables without handle nor row id (and no ``--key``): a
+                                            digest of the whole row, how such rows are found
+``_op``                   string            opt-in: ``insert``, ``update`` or ``delete``, the last change
+``_commit_time``          timestamp (UTC)   opt-in: the physical time of ``_commit_ts``
+``_ingested_at``          timestamp (UTC)   opt-in: when the batch that wrote the row's last change ran
+``_is_deleted``           boolean           with soft deletes: the row was deleted upstream (last image kept)
 ========================  ================  ==================================================================
+
+Opt-in columns come from :class:`pyticdc.replica.modelling.Modelling`. The digest stays a visible column:
+Delta has no column hidden from readers, and keeping the digest anywhere else (a side table) would need a
+transaction over two tables, which Delta does not have, so a crash between the two would break exactly
+once. It is the last resort: name the columns that identify such rows with ``--key`` and it is not written.
 
 Replica tables use the default mapping (:data:`pyticdc.arrow.types.DEFAULT_TYPES`), as ``typed_rows`` does
 by default: TIME is ``bigint`` microseconds (-838:59:59 is -3020399000000), Delta having no interval type.
@@ -19,8 +28,10 @@ by default: TIME is ``bigint`` microseconds (-838:59:59 is -3020399000000), Delt
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pyarrow as pa
@@ -31,6 +42,9 @@ from pyticdc.arrow.types import column_arrow_type, table_arrow_schema, text_conv
 from pyticdc.errors import ReplicaError
 from pyticdc.model import RowChange, TableInfo
 from pyticdc.replica.changes import NetChange
+from pyticdc.replica.modelling import IS_DELETED, Modelling
+from pyticdc.replica.progress import tso_time
+from pyticdc.replica.store import ACTION, SHAPE
 
 __all__ = [
     "COMMIT_TS",
@@ -38,8 +52,10 @@ __all__ = [
     "HIDDEN_COLUMNS",
     "OP",
     "ROWID",
+    "MergeSource",
     "add_digests",
     "evolve",
+    "merge_source",
     "project_changes",
     "replica_schema",
     "table_columns",
@@ -49,30 +65,39 @@ __all__ = [
 COMMIT_TS: Final = "_commit_ts"
 ROWID: Final = "_tidb_rowid"
 DIGEST: Final = "_pyticdc_row_digest"
-#: Column of a MERGE source only: ``upsert`` or ``delete``.
-OP: Final = "_op"
+#: Column of a MERGE source only: ``upsert``, ``delete`` or ``soft`` (not ``_op``: that is a metadata column).
+OP: Final = ACTION
 #: Columns a replica table has besides the upstream table's.
 HIDDEN_COLUMNS: Final = (COMMIT_TS, ROWID, DIGEST)
-_TSO: Final = pa.decimal128(20, 0)
+#: A TSO is below 2**63: bigint, which every reader filters and compares, with exact column statistics
+#: (delta-rs writes those of a DECIMAL wider than 18 digits through a float).
+_TSO: Final = pa.int64()
+_UTC: Final = pa.timestamp("us", tz="UTC")
+#: Types of the opt-in metadata columns.
+METADATA_TYPES: Final = {"_op": pa.string(), "_commit_time": _UTC, "_ingested_at": _UTC, IS_DELETED: pa.bool_()}
 
 
-def replica_schema(info: TableInfo, *, rowid: bool, digest: bool) -> pa.Schema:
-    """The Arrow schema of a replica table of ``info``, with the chosen hidden columns."""
+def replica_schema(info: TableInfo, *, rowid: bool, digest: bool, modelling: Modelling | None = None) -> pa.Schema:
+    """The Arrow schema of a replica table of ``info``, with the chosen hidden and metadata columns."""
     fields = [pa.field(COMMIT_TS, _TSO)]
+    extra = modelling.row_columns if modelling is not None else ()
+    fields.extend(pa.field(name, METADATA_TYPES[name]) for name in extra)
     if rowid:
         fields.append(pa.field(ROWID, pa.int64()))
     if digest:
         fields.append(pa.field(DIGEST, pa.binary()))
     for column in info.columns:
-        if column.name in HIDDEN_COLUMNS or column.name == OP:
+        if column.name in HIDDEN_COLUMNS or column.name in (OP, SHAPE) or column.name in extra:
             raise ReplicaError(f"{info.qualified_name}: column {column.name!r} clashes with a replica metadata column")
         fields.append(pa.field(column.name, column_arrow_type(column)))
     return pa.schema(fields)
 
 
-def table_columns(schema: pa.Schema) -> list[str]:
-    """The upstream table's columns of a replica schema (without the hidden ones)."""
-    return [name for name in schema.names if name not in HIDDEN_COLUMNS and name != OP]
+def table_columns(schema: pa.Schema, modelling: Modelling | None = None) -> list[str]:
+    """The upstream table's columns of a replica schema (without the hidden and the chosen metadata ones)."""
+    extra = set(modelling.row_columns) if modelling is not None else set()
+    return [name for name in schema.names if name not in HIDDEN_COLUMNS and name not in (OP, SHAPE)
+            and name not in extra]
 
 
 def _digest(values: Sequence[Any]) -> bytes:
@@ -81,9 +106,9 @@ def _digest(values: Sequence[Any]) -> bytes:
     return hashlib.blake2b(repr(tuple(values)).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def add_digests(table: pa.Table) -> pa.Table:
+def add_digests(table: pa.Table, modelling: Modelling | None = None) -> pa.Table:
     """``table`` with ``_pyticdc_row_digest`` computed from its upstream columns (in name order)."""
-    names = sorted(table_columns(table.schema))
+    names = sorted(table_columns(table.schema, modelling))
     columns = [table.column(name).to_pylist() for name in names]
     digests = [_digest(values) for values in zip(*columns)] if columns else [_digest(())] * table.num_rows
     array = pa.array(digests, pa.binary())
@@ -92,12 +117,34 @@ def add_digests(table: pa.Table) -> pa.Table:
     return table.append_column(DIGEST, array)
 
 
-def project_changes(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str = "UTC") -> pa.Table:
-    """The MERGE source of a net change: ``_op`` then the replica columns, typed with ``info``.
+def project_changes(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str = "UTC",
+                    modelling: Modelling | None = None, ingested_at: dt.datetime | None = None) -> pa.Table:
+    """The MERGE source of a net change: the action column then the replica columns, typed with ``info``.
 
-    Deletes carry their handle (or, for ``image``, their whole image) in the same typed columns.
+    Deletes carry their handle (or, for ``image``, their whole image) in the same typed columns; with soft
+    deletes their action is ``soft`` and they carry their last image. See :func:`merge_source` for partial images.
     """
+    return merge_source(net, info, rowid=rowid, time_zone=time_zone, modelling=modelling,
+                        ingested_at=ingested_at).table
+
+
+@dataclass(frozen=True)
+class MergeSource:
+    """A MERGE source and what :meth:`pyticdc.replica.store.DeltaStore.merge` needs besides it."""
+
+    table: pa.Table
+    #: Partial shape number → the columns its upserts assign.
+    shapes: dict[int, list[str]]
+    #: With soft deletes: the columns a soft delete assigns (None without).
+    soft_columns: list[str] | None
+
+
+def merge_source(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str = "UTC",
+                 modelling: Modelling | None = None, ingested_at: dt.datetime | None = None) -> MergeSource:
+    """The MERGE source of a net change, with a shape per partial image (only the columns it carries are set)."""
     table_arrow_schema(info)  # a column named like a projection metadata column is refused, as ever
+    modelling = modelling or Modelling()
+    soft = modelling.soft_delete
     actions: list[RowChange] = [*net.upserts, *net.deletes]
     # Straight from the row images to typed columns: the same texts and converters as ``project_rows`` on
     # an EventRowBuilder batch (image ``current``), without the round trip through Arrow map columns.
@@ -109,9 +156,25 @@ def project_changes(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: 
         images.append(dict(zip(chosen[0], chosen[1])) if chosen is not None else {})
         marks.append(frozenset(encoded))
     typed = typed_arrays(images, marks, info, time_zone=time_zone)
-    schema = replica_schema(info, rowid=rowid, digest=net.strategy == "image")
-    arrays: list[pa.Array] = [pa.array(["upsert"] * len(net.upserts) + ["delete"] * len(net.deletes), pa.string())]
+    digest = net.strategy == "image"
+    schema = replica_schema(info, rowid=rowid, digest=digest, modelling=modelling)
+    upstream = table_columns(schema, modelling)
+    metadata = [COMMIT_TS, *modelling.row_columns]
+    count = len(net.upserts)
+    shapes: dict[frozenset[str], int] = {}
+    shape_of: list[int] = []
+    for index, action in enumerate(actions):
+        if id(action) in net.partial and index < count:
+            present = frozenset(name for name in upstream if name in images[index])
+            shape_of.append(shapes.setdefault(present, len(shapes) + 1))
+        else:
+            shape_of.append(0 if index < count or id(action) not in net.partial else -1)
+    kinds = ["upsert"] * count + [("soft" if soft else "delete")] * len(net.deletes)
+    arrays: list[pa.Array] = [pa.array(kinds, pa.string())]
     names = [OP]
+    if shapes or soft:
+        arrays.append(pa.array(shape_of, pa.int32()))
+        names.append(SHAPE)
     for field in schema:
         if field.name == COMMIT_TS:
             arrays.append(pa.array([a.commit_ts for a in actions], _TSO))
@@ -119,13 +182,24 @@ def project_changes(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: 
             arrays.append(pa.array([a.row_id or None for a in actions], pa.int64()))
         elif field.name == DIGEST:
             continue
+        elif field.name == "_op":
+            arrays.append(pa.array([*net.upsert_ops, *(["delete"] * len(net.deletes))], pa.string()))
+        elif field.name == "_commit_time":
+            arrays.append(pa.array([tso_time(a.commit_ts) for a in actions], _UTC))
+        elif field.name == "_ingested_at":
+            arrays.append(pa.array([ingested_at or dt.datetime.now(dt.timezone.utc)] * len(actions), _UTC))
+        elif field.name == IS_DELETED:
+            arrays.append(pa.array([False] * count + [True] * len(net.deletes), pa.bool_()))
         else:
             arrays.append(typed[field.name])
         names.append(field.name)
     table = pa.Table.from_arrays(arrays, names=names)
-    if net.strategy == "image":
-        table = add_digests(table)
-    return table.select([OP, *schema.names])
+    if digest:
+        table = add_digests(table, modelling)
+    table = table.select([*names[:2 if (shapes or soft) else 1], *schema.names])
+    assigned = {number: [*(n for n in upstream if n in present), *metadata, *([ROWID] if rowid else [])]
+                for present, number in shapes.items()}
+    return MergeSource(table=table, shapes=assigned, soft_columns=metadata if soft else None)
 
 
 def typed_default(info: TableInfo, name: str, text: str | None, *, time_zone: str = "UTC") -> Any:
@@ -153,7 +227,7 @@ def _cast(array: pa.ChunkedArray, kind: pa.DataType, where: str) -> pa.ChunkedAr
 
 def evolve(
     data: pa.Table, info: TableInfo, *, rowid: bool, digest: bool, defaults: Mapping[str, str | None] | None = None,
-    renamed: Mapping[str, str] | None = None, time_zone: str = "UTC",
+    renamed: Mapping[str, str] | None = None, time_zone: str = "UTC", modelling: Modelling | None = None,
 ) -> pa.Table:
     """Existing replica rows in the layout of ``info``: renamed, converted, added (with defaults) or dropped columns.
 
@@ -162,12 +236,18 @@ def evolve(
     """
     defaults = defaults or {}
     sources = {new: old for old, new in (renamed or {}).items()}
-    schema = replica_schema(info, rowid=rowid, digest=digest)
+    schema = replica_schema(info, rowid=rowid, digest=digest, modelling=modelling)
+    if IS_DELETED in data.schema.names and IS_DELETED not in schema.names:
+        # Soft deletes turned off: the rows kept as deleted are deleted now, not revived as live ones.
+        data = data.filter(pc.invert(pc.fill_null(data.column(IS_DELETED), False)))
     arrays: list[pa.ChunkedArray | pa.Array] = []
     present = set(data.schema.names)
     for field in schema:
         if field.name == DIGEST:
             arrays.append(pa.nulls(data.num_rows, pa.binary()))
+            continue
+        if field.name == IS_DELETED and field.name not in data.schema.names:
+            arrays.append(pa.array([False] * data.num_rows, pa.bool_()))  # soft deletes turned on: all live
             continue
         source = sources.get(field.name, field.name)
         if source in present:
@@ -177,4 +257,4 @@ def evolve(
             arrays.append(pa.array([value] * data.num_rows, field.type) if value is not None
                           else pa.nulls(data.num_rows, field.type))
     evolved = pa.Table.from_arrays(arrays, schema=schema)
-    return add_digests(evolved) if digest else evolved
+    return add_digests(evolved, modelling) if digest else evolved

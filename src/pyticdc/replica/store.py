@@ -23,18 +23,24 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import pyarrow as pa
 
 from pyticdc.errors import ReplicaError
+from pyticdc.replica.maintenance import TableOptions, stats_configuration
+from pyticdc.replica.storage import Location, RemotePath, location
 
-__all__ = ["APP_ID", "DeltaStore", "ddl_position", "rows_position", "safe_name"]
+__all__ = ["ACTION", "APP_ID", "SHAPE", "DeltaStore", "ddl_position", "rows_position", "safe_name"]
 
 #: Default application id of the replica's Delta transactions.
 APP_ID: Final = "pyticdc"
+#: Column of a MERGE source only: ``upsert``, ``delete`` or ``soft`` (a soft delete).
+ACTION: Final = "_pyticdc_action"
+#: Column of a MERGE source only: 0 for a complete image, else the number of its partial shape.
+SHAPE: Final = "_pyticdc_shape"
 _UID_PREFIX: Final = "pyticdc table "
 _SAFE: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 
@@ -63,27 +69,36 @@ def ddl_position(commit_ts: int) -> int:
 class DeltaStore:
     """The Delta tables under one warehouse directory; keeps each table's handle open between commits."""
 
-    def __init__(self, root: str | Path, *, app_id: str = APP_ID, storage_options: Mapping[str, str] | None = None,
-                 target_file_size: int | None = None) -> None:
-        self.root = Path(root)
-        self.app_id = app_id
+    def __init__(self, root: str | Path | RemotePath, *, app_id: str = APP_ID,
+                 storage_options: Mapping[str, str] | None = None, target_file_size: int | None = None,
+                 table_options: TableOptions | None = None) -> None:
         self.storage_options = dict(storage_options) if storage_options else None
+        #: Partitioning, properties and upkeep of new tables (:mod:`pyticdc.replica.maintenance`).
+        self.table_options = table_options or TableOptions()
+        #: A local directory, or a folder of an object store (:mod:`pyticdc.replica.storage`).
+        self.root: Location = location(root, self.storage_options)
+        self.app_id = app_id
         self.target_file_size = target_file_size
-        self._tables: dict[Path, Any] = {}
+        self._tables: dict[Location, Any] = {}
         #: Commits written by this store (for reports and tests).
         self.commits = 0
 
     # ------------------------------------------------------------------ paths
-    def table_path(self, schema: str, table: str) -> Path:
+    def table_path(self, schema: str, table: str) -> Location:
         """Directory of the replica of ``schema.table``."""
         return self.root / safe_name(schema) / safe_name(table)
 
-    def internal_path(self, name: str) -> Path:
+    def relative(self, path: Location) -> str:
+        """``path`` relative to the warehouse (as the progress records table directories)."""
+        return str(path.relative_to(self.root)) if isinstance(path, RemotePath) else \
+            str(path.relative_to(str(self.root)))
+
+    def internal_path(self, name: str) -> Location:
         """Directory of an internal table (``progress``, ``quarantine``) or folder (``dropped``)."""
         return self.root / "_pyticdc" / name
 
     # ------------------------------------------------------------------ reading
-    def open(self, path: Path) -> Any:
+    def open(self, path: Location) -> Any:
         """The DeltaTable at ``path`` (cached), or None when there is none."""
         from deltalake import DeltaTable
 
@@ -92,14 +107,20 @@ class DeltaStore:
             return cached
         if not DeltaTable.is_deltatable(str(path), storage_options=self.storage_options):
             return None
-        table = self._tables[path] = DeltaTable(str(path), storage_options=self.storage_options)
+        try:
+            table = self._tables[path] = DeltaTable(str(path), storage_options=self.storage_options)
+        except Exception:
+            if not isinstance(path, RemotePath):
+                raise
+            # The debris of a move or delete a crash interrupted (its log half gone): not a table.
+            return None
         return table
 
-    def forget(self, path: Path) -> None:
+    def forget(self, path: Location) -> None:
         """Drop the cached handle of ``path`` (after it was moved or rewritten elsewhere)."""
         self._tables.pop(path, None)
 
-    def uid(self, path: Path) -> str | None:
+    def uid(self, path: Location) -> str | None:
         """The identity recorded in the table at ``path``, None when there is no table."""
         table = self.open(path)
         if table is None:
@@ -107,7 +128,7 @@ class DeltaStore:
         description = table.metadata().description or ""
         return description[len(_UID_PREFIX):] if description.startswith(_UID_PREFIX) else ""
 
-    def position(self, path: Path) -> int:
+    def position(self, path: Location) -> int:
         """The table's position (see module docstring); -1 when it has none."""
         table = self.open(path)
         if table is None:
@@ -115,11 +136,11 @@ class DeltaStore:
         version = table.transaction_version(self.app_id)
         return -1 if version is None else int(version)
 
-    def schema(self, path: Path) -> pa.Schema:
+    def schema(self, path: Location) -> pa.Schema:
         """The Arrow schema of the table at ``path``."""
         return pa.schema(self.open(path).schema().to_arrow())
 
-    def read(self, path: Path) -> pa.Table:
+    def read(self, path: Location) -> pa.Table:
         """Every row of the table at ``path``, in its declared schema."""
         from deltalake import QueryBuilder
 
@@ -136,7 +157,7 @@ class DeltaStore:
             return schema.empty_table()
         return data.select(schema.names).cast(schema)
 
-    def count(self, path: Path) -> int:
+    def count(self, path: Location) -> int:
         """Number of rows of the table at ``path`` (from the Delta log, without reading data)."""
         table = self.open(path)
         if table is None:
@@ -154,31 +175,42 @@ class DeltaStore:
         return CommitProperties(app_transactions=[Transaction(app_id=self.app_id, version=position)],
                                 custom_metadata=metadata)
 
-    def create(self, path: Path, data: pa.Table, *, uid: str, position: int, name: str) -> None:
+    def create(self, path: Location, data: pa.Table, *, uid: str, position: int, name: str,
+               partition_by: tuple[str, ...] = (), properties: Mapping[str, str] | None = None) -> None:
         """Create the table at ``path`` holding ``data`` (maybe no rows), in one commit at ``position``."""
         from deltalake import write_deltalake
 
+        missing = [column for column in partition_by if column not in data.schema.names]
+        if missing:
+            raise ReplicaError(f"{name}: cannot partition by {', '.join(missing)}: no such column")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.forget(path)
-        # No column statistics: delta-rs 1.x writes DECIMAL min/max through a float, wrong beyond 2**53 (a
-        # BIGINT UNSIGNED key, a TSO), and readers and MERGE would skip files on them.
+        # Statistics only on the columns delta-rs writes them right for (pyticdc.replica.maintenance).
+        configuration = {**dict(properties or {}), **stats_configuration(data.schema)}
         write_deltalake(str(path), data, mode="error", name=name, description=_UID_PREFIX + uid,
-                        configuration={"delta.dataSkippingNumIndexedCols": "0"},
+                        configuration=configuration, partition_by=list(partition_by) or None,
                         commit_properties=self._commit(position), storage_options=self.storage_options,
                         target_file_size=self.target_file_size)
         self.commits += 1
 
-    def overwrite(self, path: Path, data: pa.Table, *, position: int) -> None:
+    def overwrite(self, path: Location, data: pa.Table, *, position: int) -> None:
         """Replace the table's rows and schema with ``data`` in one commit at ``position``."""
         from deltalake import write_deltalake
 
         table = self.open(path)
-        write_deltalake(table, data, mode="overwrite", schema_mode="overwrite",
+        wanted = stats_configuration(data.schema)
+        current = table.metadata().configuration
+        if any(current.get(key) != value for key, value in wanted.items()):
+            # Before any file of the new schema is written: a column turned into a wide DECIMAL must not get
+            # statistics, a new one should.
+            table.alter.set_table_properties(wanted, raise_if_not_exists=False)
+        partitioning = [c for c in table.metadata().partition_columns if c in data.schema.names]
+        write_deltalake(table, data, mode="overwrite", schema_mode="overwrite", partition_by=partitioning or None,
                         commit_properties=self._commit(position), storage_options=self.storage_options,
                         target_file_size=self.target_file_size)
         self.commits += 1
 
-    def append(self, path: Path, data: pa.Table, *, position: int) -> None:
+    def append(self, path: Location, data: pa.Table, *, position: int) -> None:
         """Append ``data`` in one commit at ``position``."""
         from deltalake import write_deltalake
 
@@ -186,58 +218,81 @@ class DeltaStore:
                         storage_options=self.storage_options, target_file_size=self.target_file_size)
         self.commits += 1
 
-    def merge(self, path: Path, source: pa.Table, *, on: list[str], position: int) -> dict[str, Any]:
-        """MERGE ``source`` (an ``_op`` column, then the table's columns) on ``on``, in one commit at ``position``.
+    def merge(self, path: Location, source: pa.Table, *, on: list[str], position: int,
+              shapes: Mapping[int, Sequence[str]] | None = None,
+              soft_columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """MERGE ``source`` (an action column, then the table's columns) on ``on``, in one commit at ``position``.
 
-        ``_op = 'delete'`` rows delete their match; ``upsert`` rows update it or are inserted.
+        ``_pyticdc_action = 'delete'`` rows delete their match; ``upsert`` rows update it or are inserted.
+        Partial images: a ``_pyticdc_shape`` column numbers the upserts that carry only some columns, and
+        ``shapes`` names the columns each such shape assigns (the others keep their value). Soft deletes:
+        ``soft`` rows carrying their whole image (shape 0) update every column of their match or are inserted;
+        partial ones (a handle-key-only DELETE) update only ``soft_columns``.
         """
         table = self.open(path)
         predicate = " AND ".join(f"t.{_quote(name)} = s.{_quote(name)}" for name in on)
-        columns = [name for name in source.column_names if name != "_op"]
+        internal = (ACTION, SHAPE)
+        columns = [name for name in source.column_names if name not in internal]
         assignments = {_quote(name): f"s.{_quote(name)}" for name in columns}
+        action = f"s.{ACTION}"
         merger = (table.merge(source, predicate=predicate, source_alias="s", target_alias="t",
                               commit_properties=self._commit(position), streamed_exec=False)
-                  .when_matched_delete(predicate="s._op = 'delete'")
-                  .when_matched_update(assignments, predicate="s._op = 'upsert'")
-                  .when_not_matched_insert(assignments, predicate="s._op = 'upsert'"))
+                  .when_matched_delete(predicate=f"{action} = 'delete'"))
+        if soft_columns is not None:
+            merger = merger.when_matched_update({_quote(n): f"s.{_quote(n)}" for n in soft_columns},
+                                                predicate=f"{action} = 'soft' AND s.{SHAPE} <> 0")
+        for shape, names in sorted((shapes or {}).items()):
+            merger = merger.when_matched_update({_quote(n): f"s.{_quote(n)}" for n in names},
+                                                predicate=f"{action} = 'upsert' AND s.{SHAPE} = {int(shape)}")
+        merger = merger.when_matched_update(assignments, predicate=f"{action} IN ('upsert', 'soft')")
+        insert = f"{action} = 'upsert'" if soft_columns is None else \
+            f"({action} = 'upsert' OR ({action} = 'soft' AND s.{SHAPE} = 0))"
+        merger = merger.when_not_matched_insert(assignments, predicate=insert)
         metrics: dict[str, Any] = merger.execute()
         self.commits += 1
         return metrics
 
-    def table_dirs(self) -> list[Path]:
+    def table_dirs(self) -> list[Location]:
         """Every directory that may hold a replica table: ``<schema>/<table>`` and the dropped ones."""
-        found: list[Path] = []
+        found: list[Location] = []
         if not self.root.is_dir():
             return found
-        for schema in sorted(self.root.iterdir()):
+        schemas: list[Location] = sorted(self.root.iterdir(), key=str)
+        for schema in schemas:
             if schema.is_dir() and schema.name != "_pyticdc":
-                found.extend(sorted(p for p in schema.iterdir() if p.is_dir()))
+                found.extend(sorted((p for p in schema.iterdir() if p.is_dir()), key=str))
         dropped = self.internal_path("dropped")
         if dropped.is_dir():
-            found.extend(sorted(p for p in dropped.iterdir() if p.is_dir()))
+            found.extend(sorted((p for p in dropped.iterdir() if p.is_dir()), key=str))
         return found
 
-    def is_dropped(self, path: Path) -> bool:
+    def is_dropped(self, path: Location) -> bool:
         """Whether ``path`` is in ``_pyticdc/dropped``."""
         return path.parent == self.internal_path("dropped")
 
-    def move(self, path: Path, destination: Path) -> None:
+    def move(self, path: Location, destination: Location) -> None:
         """Move a table directory (a rename, or a drop into ``_pyticdc/dropped``)."""
         if destination.exists():
             raise ReplicaError(f"cannot move {path} to {destination}: it exists")
         destination.parent.mkdir(parents=True, exist_ok=True)
         self.forget(path)
         self.forget(destination)
-        os.replace(path, destination)
+        if isinstance(path, RemotePath) and isinstance(destination, RemotePath):
+            path.move_to(destination)  # no rename in an object store: copy, then delete (see there)
+        else:
+            os.replace(str(path), str(destination))
         self._remove_empty(path.parent)
 
-    def remove(self, path: Path) -> None:
+    def remove(self, path: Location) -> None:
         """Delete a directory tree (used for leftovers the progress knows nothing of)."""
         self.forget(path)
-        shutil.rmtree(path, ignore_errors=True)
+        if isinstance(path, RemotePath):
+            path.remove_tree()
+        else:
+            shutil.rmtree(path, ignore_errors=True)
         self._remove_empty(path.parent)
 
-    def _remove_empty(self, folder: Path) -> None:
+    def _remove_empty(self, folder: Location) -> None:
         if folder != self.root and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
 

@@ -176,8 +176,12 @@ def conversion_notes(
     if not src.old_value and dst.old_value:
         notes.append(f"{src.protocol} UPDATE had no pre-image: the target's UPDATE pre-image is missing too, and "
                      "an UPDATE that changed a key cannot be split into DELETE+INSERT")
+    # The target's own notes, less what a sentence above already says (a loss is printed once).
+    said = (("no resolved ts",) if src.watermarks and not dst.watermarks else ()) + (
+        ("commit ts keeps only",) if src.exact_commit_ts and not dst.exact_commit_ts else ())
     for note in dst.notes:
-        if note not in src.notes and "DELETE carries only" not in note and not note.startswith("rows carry no"):
+        if note not in src.notes and "DELETE carries only" not in note and not note.startswith("rows carry no") \
+                and not note.startswith(said):
             notes.append(f"{dst.protocol}: {note}")
     if "DELETE carries only the handle-key columns (delete-only-output-handle-key-columns)" in src.notes:
         notes.append(f"{src.protocol} DELETE carried only handle-key columns: so does the target's")

@@ -42,11 +42,16 @@ from typing import Any
 import orjson
 
 from pyticdc.codec import canonical_protocol
+from pyticdc.consumer.engine import carries_watermarks
 from pyticdc.errors import ConfigError
 from pyticdc.io.chunks import chunked
 from pyticdc.model import KafkaRecord
 from pyticdc.replica.applier import Hook
+from pyticdc.replica.maintenance import TableOptions
+from pyticdc.replica.modelling import Modelling
 from pyticdc.replica.pipeline import BatchReport, Replicator
+from pyticdc.replica.storage import RemotePath, location
+from pyticdc.replica.storage import storage_options as storage_options_for
 from pyticdc.replica.store import APP_ID
 
 __all__ = ["READERS", "ReplicationSource", "SparkReplication", "capture_partitions", "read_records",
@@ -203,6 +208,16 @@ def capture_partitions(paths: str | Sequence[str | Path], capture_format: str = 
     return _counts((topic, partition) for topic, partition in seen if partition >= 0)
 
 
+def _has_lines(paths: str | Sequence[str | Path] | None, capture_format: str = "auto") -> bool:
+    """Whether capture files hold anything at all (a Parquet row, or a line that is not blank)."""
+    from pyticdc.io.capture import CaptureSplit, capture_files, detect_format, read_split
+
+    for path in capture_files(list(paths or ()) if not isinstance(paths, str) else paths):
+        for _ in read_split(CaptureSplit(str(path), detect_format(path, capture_format)), lenient=True):
+            return True
+    return False
+
+
 def read_records(df: Any, *, bounded: bool = True) -> Iterator[KafkaRecord]:
     """The records of a DataFrame with the Kafka source columns, on the driver.
 
@@ -285,6 +300,11 @@ class SparkReplication:
     ``tables``: TiDB table-filter patterns (default every table). ``batch_records``: records per batch
     (and ``maxOffsetsPerTrigger`` when streaming). ``on_batch`` is called with each committed batch's
     report (progress display). ``hook``: see :class:`pyticdc.replica.DeltaReplica` (crash tests).
+    ``warehouse``: a directory or an object-store URL (``s3://bucket/wh``; ``storage_options`` are delta-rs'
+    own, see :mod:`pyticdc.replica.storage`); an object store is written by the driver engine only.
+    ``modelling``: metadata columns, soft deletes, key overrides, TRUNCATE handling
+    (:class:`pyticdc.replica.modelling.Modelling`); the distributed engine refuses key overrides (``auto``
+    then picks the driver engine).
     """
 
     def __init__(
@@ -292,11 +312,27 @@ class SparkReplication:
         time_zone: str | None = None, batch_records: int = DEFAULT_BATCH_RECORDS, hook: Hook | None = None,
         on_batch: Callable[[BatchReport], None] | None = None, app_id: str = APP_ID,
         partitions: Mapping[str, int] | None = None, engine: str = "driver",
+        storage_options: Mapping[str, str] | None = None, modelling: Modelling | None = None,
+        table_options: TableOptions | None = None, starting_offsets: str | None = None,
+        ending_offsets: str | None = None,
     ) -> None:
+        from pyticdc.io.kafka import parse_offsets
+
+        #: Kafka offsets to read from (where the progress is not further) and to stop at, in Spark's syntax;
+        #: ``None``: earliest and latest (validated now: a bad spec is a ConfigError before any work).
+        self.starting_offsets = parse_offsets(starting_offsets, ending=False, default="earliest")
+        self.ending_offsets = parse_offsets(ending_offsets, ending=True, default="latest")
         if batch_records < 1:
             raise ConfigError("batch_records must be >= 1")
         if engine not in ENGINES:
             raise ConfigError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+        #: Metadata columns, soft deletes, key overrides, TRUNCATE handling (:mod:`pyticdc.replica.modelling`).
+        self.modelling = modelling or Modelling()
+        #: Partitioning, table properties, OPTIMIZE/VACUUM schedule (:mod:`pyticdc.replica.maintenance`).
+        self.table_options = table_options
+        if engine == "distributed" and self.modelling.driver_only:
+            raise ConfigError(f"engine 'distributed' does not implement {', '.join(self.modelling.driver_only)} yet: "
+                              "use engine 'driver' (or 'auto')")
         if source.uses_jvm_kafka:
             from pyticdc.spark.session import has_kafka_source
 
@@ -307,7 +343,18 @@ class SparkReplication:
                     f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version}")
         self.spark = spark
         self.source = source
-        self.warehouse = Path(warehouse)
+        #: delta-rs storage options of the warehouse (environment for S3, then the ones given).
+        self.storage_options = storage_options_for(str(location(warehouse)), storage_options)
+        self.warehouse = location(warehouse, self.storage_options)
+        remote = isinstance(self.warehouse, RemotePath)
+        if remote and engine == "distributed":
+            # Its staging is Parquet written by Spark executors: an object store would need Hadoop's connector.
+            raise ConfigError("engine 'distributed' writes to local or mounted warehouses only; "
+                              f"{self.warehouse} is replicated by the driver engine")
+        if engine == "distributed" and not carries_watermarks(source.protocol, source.options):
+            # Its plan releases by the global watermark; batch consistency is the driver engine's.
+            raise ConfigError(f"engine 'distributed' needs watermarks, which {source.protocol} without "
+                              "enable-tidb-extension does not carry: use engine 'driver' (or 'auto', which picks it)")
         self.tables = list(tables) if tables else None
         self.time_zone = time_zone
         self.batch_records = batch_records
@@ -319,7 +366,9 @@ class SparkReplication:
 
         #: ``driver`` (records to the driver, the reference) or ``distributed`` (executors; ``auto`` picks it
         #: for every protocol it supports).
-        self.engine = ("distributed" if supports(source.protocol) else "driver") if engine == "auto" else engine
+        self.engine = ("distributed" if supports(source.protocol) and not remote and not self.modelling.driver_only
+                       and carries_watermarks(source.protocol, source.options) else "driver") \
+            if engine == "auto" else engine
         self._replicator: Any = None
         #: Reports of the batches this job committed.
         self.reports: list[BatchReport] = []
@@ -333,7 +382,9 @@ class SparkReplication:
             else:
                 assert self.source.paths is not None
                 self._partitions = capture_partitions(self.source.paths, self.source.capture_format)
-            if not self._partitions:
+            # A capture of lines that are all no record still runs: they go to the quarantine.
+            if not self._partitions and (
+                    self.source.is_kafka or not _has_lines(self.source.paths, self.source.capture_format)):
                 raise ConfigError(f"no records to replicate in {self.source.describe()}")
         return dict(self._partitions)
 
@@ -343,14 +394,16 @@ class SparkReplication:
             from pyticdc.spark.apply import DistributedReplicator
 
             self._replicator = DistributedReplicator(
-                self.spark, self.warehouse, self.source.protocol, self.source.options, partitions=self.partitions(),
+                self.spark, str(self.warehouse), self.source.protocol, self.source.options,
+                partitions=self.partitions(),
                 tables=self.tables, time_zone=self.time_zone, hook=self.hook, app_id=self.app_id,
-                source=self.source.describe())
+                source=self.source.describe(), modelling=self.modelling, table_options=self.table_options)
         if self._replicator is None or self._replicator.broken:
             self._replicator = Replicator(
                 self.warehouse, self.source.protocol, self.source.options, partitions=self.partitions(),
                 tables=self.tables, time_zone=self.time_zone, hook=self.hook, app_id=self.app_id,
-                source=self.source.describe())
+                source=self.source.describe(), storage_options=self.storage_options, modelling=self.modelling,
+                table_options=self.table_options)
         return self._replicator
 
     def _options(self) -> tuple[str, dict[str, str]]:
@@ -388,15 +441,18 @@ class SparkReplication:
         return reports
 
     def _run_kafka(self) -> Iterator[BatchReport]:
-        from pyticdc.io.kafka import EARLIEST, cap_offsets, watermarks
+        from pyticdc.io.kafka import EARLIEST, cap_offsets, plan_ranges, watermarks
 
         bounds = watermarks(dict(self.source.kafka), self.source.kafka_partitions())
-        ends = {tp: high for tp, (_low, high) in bounds.items()}
+        planned = {(r.topic, r.partition): r for r in plan_ranges(bounds, self.starting_offsets, self.ending_offsets,
+                                                                  fail_on_data_loss=False)}
+        ends = {tp: planned[tp].end for tp in bounds}
         processed = False
         while True:
             replicator = self.replicator()
             offsets = replicator.next_offsets()
-            start = {tp: offsets.get(tp, 0) for tp in ends}
+            # The progress decides; a later --starting-offsets skips ahead (never back: that would re-apply).
+            start = {tp: max(offsets.get(tp, 0), planned[tp].start) for tp in ends}
             if all(start[tp] >= end for tp, end in ends.items()):
                 if not processed:
                     # Nothing new: still one batch, so what a resumed state releases is committed.
@@ -435,18 +491,29 @@ class SparkReplication:
             yield self._process(())
 
     def _run_capture_distributed(self, df: Any) -> Iterator[BatchReport]:
+        from pyspark import StorageLevel
+
+        # The files are parsed once: their records are cached in the executors (spilled to their disks when
+        # large) by the job that finds each partition's last offset, and every batch filters that cache
+        # (whose column statistics skip the blocks outside the batch's offsets) instead of re-reading them.
+        records = df.select("key", "value", "topic", "partition", "offset").persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            yield from self._capture_batches(records)
+        finally:
+            records.unpersist()
+
+    def _capture_batches(self, df: Any) -> Iterator[BatchReport]:
         from pyspark.sql import functions as F
 
-        # Batches are offset ranges per partition (about batch_records records each), read from the files by
-        # the executors; the driver only learns each partition's last offset. Lines that are no record
-        # (partition -1) go with the first batch.
-        ends = {(r["topic"], r["partition"]): r["last"] for r in
-                df.where(F.col("partition") >= 0).groupBy("topic", "partition")
-                .agg(F.max("offset").alias("last")).collect()}
+        # Batches are offset ranges per partition (about batch_records records each), read by the executors;
+        # the driver only learns each partition's last offset. Lines that are no record (partition -1) go
+        # with the first batch.
+        groups = df.groupBy("topic", "partition").agg(F.max("offset").alias("last")).collect()
+        ends = {(r["topic"], r["partition"]): r["last"] for r in groups if r["partition"] >= 0}
         if self._partitions is None:
             # The same scan gives the partition counts: no second pass over the files on the driver.
             self._partitions = _counts(ends)
-            if not self._partitions:
+            if not groups:  # lines that are no record (partition -1) still go to the quarantine
                 raise ConfigError(f"no records to replicate in {self.source.describe()}")
         share = max(1, self.batch_records // max(1, len(ends)))
         first = True
@@ -486,13 +553,25 @@ class SparkReplication:
 
             # Where the progress is (a partition never read: its earliest offset, retention may have moved it).
             offsets = self.replicator().next_offsets()
+            if isinstance(self.starting_offsets, dict):
+                # Named offsets skip ahead of the progress, never back.
+                offsets = {tp: max(o, self.starting_offsets.get(tp, 0)) for tp, o in offsets.items()}
             options["startingOffsets"] = _json({tp: EARLIEST if o == 0 else o for tp, o in offsets.items()})
             options["maxOffsetsPerTrigger"] = str(self.batch_records)
         for key, value in options.items():
             reader = reader.option(key, value)
-        location = Path(checkpoint) if checkpoint is not None else self.warehouse / "_pyticdc" / "checkpoint"
+        if checkpoint is not None:
+            checkpoint_dir: Any = Path(checkpoint)
+        elif isinstance(self.warehouse, RemotePath):
+            # Spark cannot write s3:// without Hadoop's connector; the progress in the warehouse, not this
+            # checkpoint, says where to resume (startingOffsets above), so a fresh local one is as good.
+            import tempfile
+
+            checkpoint_dir = Path(tempfile.mkdtemp(prefix="pyticdc-checkpoint-"))
+        else:
+            checkpoint_dir = self.warehouse / "_pyticdc" / "checkpoint"
         writer = (reader.load().writeStream.foreachBatch(self.foreach_batch)
-                  .option("checkpointLocation", str(location)).queryName(f"pyticdc-replicate-{self.app_id}"))
+                  .option("checkpointLocation", str(checkpoint_dir)).queryName(f"pyticdc-replicate-{self.app_id}"))
         writer = writer.trigger(availableNow=True) if available_now else \
             writer.trigger(processingTime=f"{trigger_seconds} seconds")
         return writer.start()
@@ -501,23 +580,51 @@ class SparkReplication:
 def replication_sink(
     warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
     partitions: Mapping[str, int], tables: Sequence[str] | None = None, time_zone: str | None = None,
-    app_id: str = APP_ID, on_batch: Callable[[BatchReport], None] | None = None,
+    app_id: str = APP_ID, on_batch: Callable[[BatchReport], None] | None = None, engine: str = "driver",
+    modelling: Modelling | None = None, storage_options: Mapping[str, str] | None = None,
 ) -> Callable[[Any, int], None]:
     """A ``foreachBatch`` function replicating micro-batches of raw Kafka records (JVM ``format("kafka")`` too).
 
-    ``partitions``: partition count of every subscribed topic. The returned function keeps one pipeline
-    for the query and rebuilds it from the committed progress after a failed batch.
+    ``partitions``: partition count of every subscribed topic. ``engine``: as :class:`SparkReplication`'s
+    (``distributed`` keeps the records in the executors). ``warehouse`` may be an object-store URL
+    (``storage_options``: as :class:`SparkReplication`'s). The returned function keeps one pipeline for the
+    query and rebuilds it from the committed progress after a failed batch.
     """
-    state: dict[str, Replicator] = {}
+    from pyticdc.spark.apply import supports
+
+    storage = storage_options_for(str(location(warehouse)), storage_options)
+    remote = isinstance(location(warehouse), RemotePath)
+    if remote and engine == "distributed":
+        raise ConfigError(f"engine 'distributed' writes to local or mounted warehouses only; {warehouse} is "
+                          "replicated by the driver engine")
+
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+    modelling = modelling or Modelling()
+    if engine == "distributed" and modelling.driver_only:
+        raise ConfigError(f"engine 'distributed' does not implement {', '.join(modelling.driver_only)} yet: "
+                          "use engine 'driver' (or 'auto')")
+    chosen = ("distributed" if supports(protocol) and not modelling.driver_only and not remote
+              and carries_watermarks(protocol, options) else "driver") if engine == "auto" else engine
+    state: dict[str, Any] = {}
 
     def write_batch(batch_df: Any, batch_id: int) -> None:
         """Replicate one micro-batch (the progress, not ``batch_id``, says what is applied)."""
         del batch_id
         replicator = state.get("pipeline")
         if replicator is None or replicator.broken:
-            replicator = state["pipeline"] = Replicator(warehouse, protocol, options, partitions=partitions,
-                                                        tables=tables, time_zone=time_zone, app_id=app_id)
-        report = replicator.process(read_records(batch_df))
+            if chosen == "distributed":
+                from pyticdc.spark.apply import DistributedReplicator
+
+                replicator = DistributedReplicator(batch_df.sparkSession, warehouse, protocol, options,
+                                                   partitions=partitions, tables=tables, time_zone=time_zone,
+                                                   app_id=app_id, modelling=modelling)
+            else:
+                replicator = Replicator(warehouse, protocol, options, partitions=partitions, tables=tables,
+                                        time_zone=time_zone, app_id=app_id, modelling=modelling,
+                                        storage_options=storage)
+            state["pipeline"] = replicator
+        report: BatchReport = replicator.process(batch_df if chosen == "distributed" else read_records(batch_df))
         if on_batch is not None:
             on_batch(report)
     return write_batch

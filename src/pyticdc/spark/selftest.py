@@ -23,6 +23,7 @@ import random
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,11 +94,17 @@ class SparkOracleReport:
 def check_history_on_spark(
     spark: Any, history: Any, protocol: str, options: Mapping[str, Any] | None = None, *, plan: Any = None,
     seed: int = 0, partitions: int = 3, rules: Sequence[Mapping[str, Any]] = (), workdir: str | Path | None = None,
-    batches: int = 8, crash_plan: CrashPlan | None = None, engine: str = "driver",
+    batches: int = 8, crash_plan: CrashPlan | None = None, engine: str = "driver", modelling: Any = None,
+    kafka: Mapping[str, str] | None = None, reader: str = "pyticdc",
 ) -> SparkOracleReport:
     """Produce with faults, replicate on Spark with crashes and compare; OracleMismatch on a difference.
 
-    ``engine``: the apply engine of :class:`~pyticdc.spark.replication.SparkReplication`.
+    ``engine``: the apply engine of :class:`~pyticdc.spark.replication.SparkReplication`. ``modelling``
+    (:class:`pyticdc.replica.modelling.Modelling`): the replica is compared with the truth transformed the
+    same way (live rows of soft-deleted tables, metadata columns checked; see
+    :func:`pyticdc.replica.check.check_modelling`). ``kafka``: client settings of a broker
+    (``bootstrap.servers``): the faulty logs go to a new topic there, read by ``reader`` (``pyticdc`` or
+    Spark's ``format("kafka")``), instead of a capture file.
     """
     from pyticdc.codec import make_encoder
     from pyticdc.io.capture import write_capture
@@ -115,8 +122,9 @@ def check_history_on_spark(
     def clock() -> int:
         return fixed
 
-    logs = with_offsets(inject(produce(history, protocol, options, partitions=partitions, rules=rules, clock=clock),
-                               plan, rng))
+    topic = f"selftest-{protocol}-{seed}-{uuid.uuid4().hex[:8]}" if kafka else "sim"
+    logs = with_offsets(inject(produce(history, protocol, options, topic=topic, partitions=partitions, rules=rules,
+                                       clock=clock), plan, rng))
     stream = interleave(logs, rng, max_run=plan.max_run)
     report = SparkOracleReport(protocol=protocol, seed=seed, records=len(stream), row_events=history.row_events)
     own = workdir is None
@@ -134,7 +142,7 @@ def check_history_on_spark(
         def check(consistent_ts: int, where: str) -> None:
             truth = history.truth_at(consistent_ts)
             difference = compare_replica(warehouse, projector.snapshot(truth), {k: t.info for k, t in truth.items()},
-                                         time_zone=time_zone)
+                                         time_zone=time_zone, modelling=modelling)
             if difference is not None:
                 raise OracleMismatch(f"{label}: {where} the Delta replica differs from the truth at "
                                           f"consistent_ts={consistent_ts}: {difference}")
@@ -145,13 +153,20 @@ def check_history_on_spark(
             if not unsettled_tables(warehouse):
                 check(batch.consistent_ts, f"after batch {batch.version}")
 
-        source = ReplicationSource.capture(protocol, options, capture)
+        if kafka:
+            from pyticdc.io.kafka import EXACT_OFFSETS, create_topic, produce_records
+
+            create_topic(kafka, topic, partitions)
+            produce_records({**kafka, **EXACT_OFFSETS}, [r for log in logs.values() for r in log])
+            source = ReplicationSource.kafka_topics(protocol, options, kafka, topics=topic, reader=reader)
+        else:
+            source = ReplicationSource.capture(protocol, options, capture)
         size = max(20, len(stream) // max(1, batches))
         counts = {topic: count for topic, count in _partition_counts(logs).items()}
         final = None
         while True:
             job = SparkReplication(spark, source, warehouse, batch_records=size, hook=crash_plan.hook,
-                                   on_batch=on_batch, partitions=counts, engine=engine)
+                                   on_batch=on_batch, partitions=counts, engine=engine, modelling=modelling)
             try:
                 reports = job.run()
             except SimulatedCrash:

@@ -19,9 +19,10 @@ from typing import Any
 import orjson
 import pytest
 
+from builders import row_of
 from pyticdc.codec import canal_json as cj
 from pyticdc.errors import DecodeError
-from pyticdc.model import ActionType, DDLEvent, Event, Op, RowChange
+from pyticdc.model import ActionType, DDLEvent, Event, Op, Row, RowChange
 
 #: flink/canal-data{,-filter-table,-with-init}.txt, flink/CanalJsonSerDeSchemaTest.serialized.jsonl
 #: and the 11 paimon/kafka/canal/table files (peers README §1).
@@ -190,7 +191,7 @@ def test_flink_canal_data_changelog(peers_dir: Path) -> None:
     rows = [e for e in events if isinstance(e, RowChange)]
     assert {(e.schema, e.table) for e in rows} == {("inventory", "products2")}
     raw = [orjson.loads(r) for r in records(peers_dir / "flink/canal-data.txt")]
-    assert [e.commit_ts for e in per_record[1]] == [raw[1]["es"] << 18]  # no _tidb: es << 18
+    assert [row_of(e).commit_ts for e in per_record[1]] == [raw[1]["es"] << 18]  # no _tidb: es << 18
     info = rows[0].table_info
     assert info is not None and info.primary_key_columns == ("id",)
     # mysqlType INTEGER / VARCHAR(255) / VARCHAR(512) / FLOAT.
@@ -220,9 +221,11 @@ def test_flink_filter_table_per_table_counts(peers_dir: Path) -> None:
     ddls = Counter(e.table for e in events if isinstance(e, DDLEvent))
     assert rows == {"product": 20, "orders": 6, "project": 9}
     assert ddls == {"orders": 1, "projects": 1}
-    assert {e.schema for e in events} == {"mydb"}
+    changes = [e for e in events if isinstance(e, (RowChange, DDLEvent))]
+    assert len(changes) == len(events)  # the fixture holds rows and DDL only
+    assert {e.schema for e in changes} == {"mydb"}
     # testFilteringTables (database ^my.*, table ^prod.*) yields the canal-data.txt changelog.
-    assert changelog([e for e in events if e.table == "product"]) == as_float32(FLINK_CHANGELOG)
+    assert changelog([e for e in changes if e.table == "product"]) == as_float32(FLINK_CHANGELOG)
     orders = [e for e in events if isinstance(e, RowChange) and e.table == "orders"]
     assert [e.op for e in orders] == [Op.INSERT] * 4 + [Op.UPDATE, Op.DELETE]
     assert orders[4].pre_columns == {**orders[0].columns, "quantity": 1}  # type: ignore[dict-item]
@@ -237,7 +240,7 @@ def test_flink_filter_table_contradicting_mysql_type_is_retyped(peers_dir: Path)
     events = cj.Decoder().decode(last)
     assert [e.columns["id"] for e in events if isinstance(e, RowChange) and e.columns] == [
         f"A10{i}".encode() for i in range(1, 10)]
-    info = events[0].table_info
+    info = row_of(events[0]).table_info
     assert info is not None and [(c.name, c.type_code) for c in info.columns] == [
         ("id", 15), ("name", 15), ("description", 15), ("weight", 4)]
     # The same bytes from TiCDC (id 0, or with _tidb) stay a DecodeError naming the value.
@@ -284,6 +287,7 @@ def test_flink_encoder_output(peers_dir: Path) -> None:
     assert [(im["id"], im["name"].decode(), None if im["description"] is None else im["description"].decode(),
              im["weight"]) for im in images if im] == [r[1:] for r in FLINK_CHANGELOG]  # JSON doubles: exact
     for event in events:
+        assert isinstance(event, RowChange)
         assert (event.schema, event.table, event.commit_ts) == ("inventory", "products", 0)
         assert event.table_info is not None and event.table_info.table == "products"
         types = {c.name: c.type_code for c in event.table_info.columns}
@@ -362,7 +366,7 @@ def test_paimon_event_files(peers_dir: Path) -> None:
     first, second = paimon_rows(peers_dir, "event/event-insert.txt")
     assert [e.columns for e in first + second if isinstance(e, RowChange)] == [
         {"pt": 1, "_id": 1, "v1": b"one"}, {"pt": 1, "_id": 2, "v1": b"two"}, {"pt": 2, "_id": 4, "v1": b"four"}]
-    assert [e.table for e in first + second] == ["event"] * 3
+    assert [row_of(e).table for e in first + second] == ["event"] * 3
     [[insert]] = paimon_rows(peers_dir, "event/event-row.txt")
     assert isinstance(insert, RowChange) and insert.columns == {
         "pt": 1, "_id": 9, "v1": b"nine", "v2": 90000000000, "v3": "99999.999", "v4": b"nine.bin", "v5": f32(9.9)}
@@ -376,11 +380,12 @@ def test_paimon_event_files(peers_dir: Path) -> None:
 def test_paimon_table_without_primary_key(peers_dir: Path) -> None:
     events = flat(paimon_rows(peers_dir, "nonpk/canal-data-1.txt"))
     assert [e.columns for e in events if isinstance(e, RowChange)] == [{"v0": b"five", "v1": 50}] * 2
-    assert all(e.table_info is not None and e.table_info.primary_key_columns == () for e in events)
-    assert [e.commit_ts >> 18 for e in events] == [1684770072000, 1684770073000]
+    infos = [row_of(e).table_info for e in events]
+    assert all(info is not None and info.primary_key_columns == () for info in infos)
+    assert [row_of(e).commit_ts >> 18 for e in events] == [1684770072000, 1684770073000]
 
 
-def schema_of(event: Event) -> list[tuple[str, int]]:
+def schema_of(event: RowChange) -> list[tuple[str, int]]:
     assert event.table_info is not None
     return [(c.name, c.type_code) for c in event.table_info.columns]
 
@@ -415,7 +420,7 @@ def test_paimon_schema_evolution(peers_dir: Path) -> None:
     ]
     assert all(e.schema == "paimon_sync_table" for e in ddls)
     rows = [(i, e) for i, events in enumerate(files, 1) for e in events if isinstance(e, RowChange)]
-    summary = [(i, e.table, e.op.value, (e.columns or e.pre_columns or {})["_id"]) for i, e in rows]
+    summary = [(i, e.table, e.op.value, (e.columns or e.pre_columns or Row())["_id"]) for i, e in rows]
     assert summary == [
         (1, "schema_evolution_1", "insert", 1), (1, "schema_evolution_2", "insert", 2),
         (1, "schema_evolution_2", "insert", 4),
@@ -426,7 +431,7 @@ def test_paimon_schema_evolution(peers_dir: Path) -> None:
         (4, "schema_evolution_1", "insert", 9), (4, "schema_evolution_2", "update", 8),
         (5, "schema_evolution_1", "update", 9), (5, "schema_evolution_2", "update", 4),
     ]
-    by_step = {(i, e.table, (e.columns or e.pre_columns or {})["_id"], e.op.value): e for i, e in rows}
+    by_step = {(i, e.table, (e.columns or e.pre_columns or Row())["_id"], e.op.value): e for i, e in rows}
     # The schema grows with the ALTERs: v2 INT, then BIGINT; v3/v4/v5 added; v4, v5 modified.
     assert schema_of(by_step[1, "schema_evolution_1", 1, "insert"]) == [("pt", 3), ("_id", 3), ("v1", 15)]
     assert schema_of(by_step[2, "schema_evolution_1", 3, "insert"]) == [("pt", 3), ("_id", 3), ("v1", 15), ("v2", 3)]
@@ -441,12 +446,12 @@ def test_paimon_schema_evolution(peers_dir: Path) -> None:
     update_8 = by_step[4, "schema_evolution_2", 8, "update"]
     assert update_8.columns == {"pt": 2, "_id": 8, "v1": b"very long string", "v2": 80000000000, "v3": None,
                                 "v4": None, "v5": None}
-    assert update_8.pre_columns == {**update_8.columns, "v1": b"eight"}  # type: ignore[dict-item]
+    assert update_8.pre_columns == {**update_8.columns, "v1": b"eight"}
     update_9 = by_step[5, "schema_evolution_1", 9, "update"]
     assert update_9.columns == {"pt": 1, "_id": 9, "v1": b"nine", "v2": 90000000000, "v3": "99999.999",
                                 "v4": b"nine.bin.long", "v5": 9.00000000009}
     # Before the ALTER v5 was FLOAT 9.9; Canal prints it widened, now read as DOUBLE.
-    assert update_9.pre_columns == {**update_9.columns, "v4": b"nine.bin",  # type: ignore[dict-item]
+    assert update_9.pre_columns == {**update_9.columns, "v4": b"nine.bin",
                                     "v5": 9.899999618530273}
     update_4 = by_step[5, "schema_evolution_2", 4, "update"]
     assert update_4.pre_columns == {**update_4.columns, "v4": None, "v5": None}  # type: ignore[dict-item]

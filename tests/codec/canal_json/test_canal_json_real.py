@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
+from builders import row_of
 from pyticdc.codec import canal_json as cj
-from pyticdc.model import ActionType, DDLEvent, Event, Op, RowChange
+from pyticdc.model import ActionType, DDLEvent, Event, Op, Row, RowChange
 
 #: README "Files per protocol": 23 single-message files plus 3 multi-message batch files.
 REAL_CANAL_FILES = 26
@@ -178,6 +179,7 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
 
 def check(event: Event, expected: dict[str, Any]) -> None:
     """Assert one decoded event against an expectation built by row() or ddl()."""
+    assert isinstance(event, (RowChange, DDLEvent)), event
     assert (event.schema, event.table, event.commit_ts) == (expected["schema"], expected["table"],
                                                             expected["commit_ts"])
     if expected["op"] == "ddl":
@@ -189,9 +191,10 @@ def check(event: Event, expected: dict[str, Any]) -> None:
     if expected["columns"] is None:
         assert event.columns is None
     else:
-        assert dict(event.columns or {}) == expected["columns"]
+        columns = event.columns or Row()
+        assert dict(columns) == expected["columns"]
         for name, value in expected["columns"].items():
-            assert type(event.columns[name]) is type(value), name  # bytes vs str vs int vs float
+            assert type(columns[name]) is type(value), name  # bytes vs str vs int vs float
     if expected["pre"] is not None:
         assert dict(event.pre_columns or {}) == expected["pre"]
     elif expected["op"] is Op.INSERT:
@@ -223,7 +226,7 @@ def test_update_pre_images_of_mcc_are_the_previous_rows(real_dir: Path) -> None:
     by_name = dict(zip([m[0] for m in MCC_TABLE if m[0].startswith("1")], events))
     for update, before in (("1_05", "1_04"), ("1_07", "1_06")):
         event = by_name[update]
-        assert isinstance(event, RowChange) and event.pre_columns == by_name[before].columns
+        assert isinstance(event, RowChange) and event.pre_columns == row_of(by_name[before]).columns
 
 
 def test_batch_files_equal_their_single_message_files(real_dir: Path) -> None:
@@ -281,6 +284,7 @@ def test_mcc_commit_ts_comes_from_tidb_not_es(real_dir: Path) -> None:
     for path in sorted((real_dir / "ticdc-mcc-checker").glob("DataContent*_*.json")):
         raw = orjson.loads(path.read_bytes())
         [event] = decode_file(path)
+        assert isinstance(event, RowChange)
         assert event.commit_ts == raw["_tidb"]["commitTs"]
         # 1_00 and 1_01 carry an edited commitTs whose physical part is not es (README §6).
         assert (event.commit_ts >> 18 == raw["es"]) == (path.stem not in ("DataContent1_00", "DataContent1_01"))
@@ -294,6 +298,7 @@ def test_mcc_random_mysql_type_order_yields_one_column_order(real_dir: Path) -> 
     # ... but the decoded schema follows sqlType (table order) and is the same for all of them.
     assert len(infos) == 1
     [info] = infos
+    assert info is not None
     assert [c.name for c in info.columns] == ["id", "first_name", "last_name", "_tidb_origin_ts",
                                               "_tidb_softdelete_time"]
 
@@ -336,6 +341,7 @@ def test_devbuild_legacy_tidb_keys(real_dir: Path) -> None:
     raw = orjson.loads((real_dir / "tiflow-canal-json-devbuild-2021/gc_safepoint_ddl.json").read_bytes())
     assert raw["_tidb"] == {"commit-ts": 429324211938131976, "watermark-ts": 0}
     [event] = decode_file(real_dir / "tiflow-canal-json-devbuild-2021/gc_safepoint_ddl.json")
+    assert isinstance(event, DDLEvent)
     assert event.commit_ts == 429324211938131976 != raw["es"] << 18
     assert event.commit_ts >> 18 == raw["es"]
 

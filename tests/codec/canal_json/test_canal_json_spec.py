@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from builders import PK, table
+from builders import PK, columns_of, pre_columns_of, table
 from builders import column as col
 from pyticdc.codec import canal_json as cj
 from pyticdc.errors import ConfigError, EncodeError
@@ -473,7 +473,7 @@ def test_handle_key_only_reencoding() -> None:
     assert got == (head("INSERT", '["id"]') + ',"sqlType":{"id":4},"mysqlType":{"id":"int"},'
                    f'"old":null,"data":[{{"id":"7"}}],"_tidb":{{"commitTs":{TS},"onlyHandleKey":true}}}}')
     [decoded] = cj.Decoder(options).decode(got.encode())
-    assert decoded.handle_key_only
+    assert isinstance(decoded, RowChange) and decoded.handle_key_only
     with pytest.raises(EncodeError):  # still too large → error (ref L332)
         cj.Encoder({**options, "max_message_bytes": 100}, clock=clock).encode([event])
 
@@ -515,7 +515,7 @@ def test_claim_check_location_message() -> None:
         f'"old":null,"data":[{{"id":"7"}}],"_tidb":{{"commitTs":{TS},"claimCheckLocation":"{location}"}}}}'
     ).encode()
     [resolved] = cj.Decoder(options, claim_check=store).decode(message.value)
-    assert resolved.columns == event.columns
+    assert isinstance(resolved, RowChange) and resolved.columns == event.columns
 
 
 def test_large_message_option_requires_extension() -> None:
@@ -536,8 +536,8 @@ def test_decoder_value_recovery() -> None:
               "big": 18446744073709551615, "f": 3.140000104904175, "txt": "é".encode()}
     [decoded] = cj.Decoder(enable_tidb_extension=True).decode(
         enc(row(info, "INSERT", values), enable_tidb_extension=True).encode())
-    assert dict(decoded.columns) == values
-    assert decoded.commit_ts == TS
+    assert dict(columns_of(decoded)) == values
+    assert isinstance(decoded, RowChange) and decoded.commit_ts == TS
 
 
 def test_decoder_update_with_trimmed_old_merges_post_image() -> None:
@@ -545,8 +545,8 @@ def test_decoder_update_with_trimmed_old_merges_post_image() -> None:
     info = table(ID, col("a", 3, F.NULLABLE), col("b", 3, F.NULLABLE))
     event = row(info, "UPDATE", {"id": 1, "a": 2, "b": 3}, {"id": 1, "a": 1, "b": 3})
     [decoded] = cj.Decoder().decode(enc(event, only_output_updated_columns=True).encode())
-    assert dict(decoded.pre_columns) == {"id": 1, "a": 1, "b": 3}
-    assert decoded.op is Op.UPDATE
+    assert dict(pre_columns_of(decoded)) == {"id": 1, "a": 1, "b": 3}
+    assert isinstance(decoded, RowChange) and decoded.op is Op.UPDATE
 
 
 # =========================================================================== escaping, property-checked
@@ -625,8 +625,9 @@ DOC_INSERT = (
 def test_decode_docs_dml_example() -> None:
     # doc "DML Event" example; ref L243 (ints ParseInt), L225 (_tidb.commitTs is the commit TSO).
     [event] = cj.Decoder(enable_tidb_extension=True).decode(DOC_INSERT.encode())
+    assert isinstance(event, RowChange)
     assert event.op is Op.INSERT and event.commit_ts == TS and (event.schema, event.table) == ("test", "tp_int")
-    assert dict(event.columns) == {"c_bigint": 9223372036854775807, "c_int": 2147483647, "c_mediumint": 8388607,
+    assert dict(columns_of(event)) == {"c_bigint": 9223372036854775807, "c_int": 2147483647, "c_mediumint": 8388607,
                                    "c_smallint": 32767, "c_tinyint": 127, "id": 2}
 
 
@@ -636,9 +637,10 @@ def test_decode_official_canal_update_with_modified_columns_only() -> None:
         '"c_int":"2147483647"', '"c_int":"0"').replace('"c_tinyint":"127"', '"c_tinyint":"0"').replace(
         '"old":null', '"old":[{"c_int":"2147483647","c_tinyint":"127"}]')
     [event] = cj.Decoder().decode(message.encode())
-    assert event.op is Op.UPDATE
-    assert event.columns["c_int"] == 0 and event.pre_columns["c_int"] == 2147483647
-    assert event.pre_columns["c_tinyint"] == 127 and event.pre_columns["c_bigint"] == 9223372036854775807
+    assert isinstance(event, RowChange) and event.op is Op.UPDATE
+    pre = pre_columns_of(event)
+    assert columns_of(event)["c_int"] == 0 and pre["c_int"] == 2147483647
+    assert pre["c_tinyint"] == 127 and pre["c_bigint"] == 9223372036854775807
 
 
 def test_decode_docs_binary_example_back_to_bytes() -> None:
@@ -647,8 +649,8 @@ def test_decode_docs_binary_example_back_to_bytes() -> None:
                '"sql":"","sqlType":{"c_varbinary":2004},"mysqlType":{"c_varbinary":"varbinary"},"old":null,'
                '"data":[{"c_varbinary":"\\u0005\\u0007\\n\\u000f$2+cx\\u003c\\u0026ÿþ-7F"}]}')
     [event] = cj.Decoder().decode(message.encode())
-    assert event.columns["c_varbinary"] == bytes([5, 7, 10, 15, 36, 50, 43, 99, 120, 60, 38, 255, 254, 45, 55, 70])
-    assert event.commit_ts == 1 << 18  # no extension: es << 18
+    assert columns_of(event)["c_varbinary"] == bytes([5, 7, 10, 15, 36, 50, 43, 99, 120, 60, 38, 255, 254, 45, 55, 70])
+    assert isinstance(event, RowChange) and event.commit_ts == 1 << 18  # no extension: es << 18
 
 
 def test_decode_docs_watermark_and_ddl_examples() -> None:

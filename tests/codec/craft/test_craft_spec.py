@@ -12,15 +12,21 @@ from typing import Any
 
 import pytest
 
-from pyticdc.codec import craft
+from pyticdc.codec import Message, craft
 from pyticdc.codec.craft.primitives import uvarint_bytes, varint_bytes
-from pyticdc.model import ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, Value, Watermark
+from pyticdc.model import ColumnInfo, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
 
 MAX_U64 = 2**64 - 1
 
 
 def col(name: str, type_code: int, flags: int = 0) -> ColumnInfo:
     return ColumnInfo(name=name, type_code=type_code, flags=flags)
+
+
+def value_of(message: Message) -> bytes:
+    """The value of a Craft message (Craft always writes one)."""
+    assert message.value is not None
+    return message.value
 
 
 # =========================================================================== Craft §3.1 primitives
@@ -69,18 +75,18 @@ def test_craft_docs_row_changed_event() -> None:
                 + "021a5e" + "01b003" + "02d80100" + "0a")
     (message,) = craft.encode([event], max_batch_size=64, max_message_bytes=8192)
     assert message.key is None  # §3.1 "Kafka key = nil"
-    assert len(message.value) == 301
-    assert message.value.hex() == expected
+    assert len(value_of(message)) == 301
+    assert value_of(message).hex() == expected
 
 
 def test_craft_docs_ddl_and_resolved() -> None:
     """§3.4 (b) DDL 41 bytes and (c) resolved 20 bytes (no dictionary when there are no terms)."""
     (ddl,) = craft.encode([DDLEvent(query="create table a", ddl_type=1, commit_ts=424316583965360129,
                                     schema="a", table="b")])
-    assert ddl.value.hex() == ("01" + "8180c0dcf5b5def105" + "02" + "01" + "00" + "02" + "010e"
+    assert value_of(ddl).hex() == ("01" + "8180c0dcf5b5def105" + "02" + "01" + "00" + "02" + "010e"
                                + b"create table a".hex() + "02010161" + "62" + "021a0f" + "0120" + "05")
     (resolved,) = craft.encode([Watermark(resolved_ts=424316594097225729)])
-    assert resolved.value.hex() == "01" + "8180e0bb9bb6def105" + "03010101" + "021a19" + "0100" + "05"
+    assert value_of(resolved).hex() == "01" + "8180e0bb9bb6def105" + "03010101" + "021a19" + "0100" + "05"
     # decoding reads them back (§3.2)
     (back,) = craft.decode(ddl.value)
     assert isinstance(back, DDLEvent) and (back.query, back.ddl_type, back.schema, back.table) == (
@@ -105,7 +111,7 @@ def test_craft_term_ids_schemas_then_tables_then_columns() -> None:
                 + "04" "02020101" + b"s1s2tc".hex()  # dictionary: 4 terms
                 + "021402" + "020e00" + "010e" + "010e"  # [10, 11] [7, 7] [7] [7]
                 + "0a")
-    assert message.value.hex() == expected
+    assert value_of(message).hex() == expected
 
 
 def test_craft_groups_new_then_old_and_delete_old_only() -> None:
@@ -116,7 +122,7 @@ def test_craft_groups_new_then_old_and_delete_old_only() -> None:
     def body(event: RowChange, **options: Any) -> str:
         (message,) = craft.encode([event], **options)
         # header is 1 + 1(ts) + 1 + 1 + 1 + 1 bytes for ts < 128: skip version+header
-        return message.value[6:].hex()
+        return value_of(message)[6:].hex()
 
     update = RowChange(op=Op.UPDATE, schema="s", table="t", commit_ts=1, columns=Row({"k": 1, "v": 2}),
                        pre_columns=Row({"k": 1, "v": 3}), table_info=info)
@@ -139,13 +145,13 @@ def test_craft_partition_header() -> None:
     event = RowChange(op=Op.INSERT, schema="s", table="t", commit_ts=1, columns=Row({"c": 1}),
                       physical_table_id=70, table_info=info)
     (message,) = craft.encode([event])
-    assert message.value[:5].hex() == "01" "01" "01" "8c01"  # version, ts 1, type row, zigzag(70)=140
+    assert value_of(message)[:5].hex() == "01" "01" "01" "8c01"  # version, ts 1, type row, zigzag(70)=140
     (back,) = craft.decode(message.value)
     assert isinstance(back, RowChange) and back.physical_table_id == 70
     plain = TableInfo(schema="s", table="t", columns=(col("c", 3),))
     (message,) = craft.encode([RowChange(op=Op.INSERT, schema="s", table="t", commit_ts=1, columns=Row({"c": 1}),
                                          physical_table_id=70, table_info=plain)])
-    assert message.value[:4].hex() == "01" "01" "01" "01"
+    assert value_of(message)[:4].hex() == "01" "01" "01" "01"
 
 
 @pytest.mark.parametrize(("type_code", "flag", "value", "expected"), [
@@ -181,7 +187,7 @@ def test_craft_value_bytes(type_code: int, flag: int, value: Value, expected: by
     # header: 01 | 01 | 01 | 01 | 00 | 02 (6 bytes); group: 01 01 04 <type uvarint> <flag uvarint> <len> <bytes>
     group_head = "010104" + uvarint_bytes(type_code).hex() + uvarint_bytes(flag).hex()
     length = "01" if expected is None else varint_bytes(len(expected)).hex()
-    assert message.value[6:].hex().startswith(group_head + length + (expected or b"").hex())
+    assert value_of(message)[6:].hex().startswith(group_head + length + (expected or b"").hex())
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
@@ -192,7 +198,7 @@ def test_craft_nan_and_inf_are_zero(bad: float) -> None:
                       table_info=info)
     (message,) = craft.encode([event])
     zero = "0000000000000000"
-    assert message.value[6:].hex().startswith("01" "02" "0402" "0405" "0101" "1010" + zero + zero)
+    assert value_of(message)[6:].hex().startswith("01" "02" "0402" "0405" "0101" "1010" + zero + zero)
 
 
 def test_craft_decoder_reads_float_widened_and_year() -> None:
@@ -247,7 +253,8 @@ def test_craft_max_batch_size_and_own_messages() -> None:
     rows = _craft_rows(5)
     assert [len(m.events) for m in craft.encode(rows, max_batch_size=2)] == [2, 2, 1]
     assert [len(m.events) for m in craft.encode(_craft_rows(40))] == [16, 16, 8]
-    events = [*rows[:2], Watermark(resolved_ts=3), rows[2], DDLEvent(query="q", ddl_type=3, commit_ts=4), rows[3]]
+    events: list[Event] = [*rows[:2], Watermark(resolved_ts=3), rows[2], DDLEvent(query="q", ddl_type=3, commit_ts=4),
+                           rows[3]]
     messages = craft.encode(events)
     assert [[e.kind for e in m.events] for m in messages] == [
         ["row", "row"], ["watermark"], ["row"], ["ddl"], ["row"]]
@@ -258,7 +265,7 @@ def test_craft_empty_schema_and_table_are_null_ids() -> None:
     """§3.2 "Empty schema/table → -1 (never an empty-string term)"; dictionary omitted with no terms."""
     (message,) = craft.encode([DDLEvent(query="q", ddl_type=4, commit_ts=2)])
     # header 02 | 02 | 01 | 01 | 01 (5) ; body 04 01 'q' (3) ; tables [[5, 0-5]] [[3]] ; trailer
-    assert message.value.hex() == "01" "02" "02" "01" "01" "01" "0401" + b"q".hex() + "020a09" "0106" "05"
+    assert value_of(message).hex() == "01" "02" "02" "01" "01" "01" "0401" + b"q".hex() + "020a09" "0106" "05"
 
 
 

@@ -441,7 +441,7 @@ def test_unwrapped_row_metadata_fields() -> None:
     (typed,) = debezium.decode(orjson.dumps(wrapped), default_table="customers")
     assert isinstance(typed, RowChange) and typed.columns == {"id": 7, "name": b"x"}
     assert (typed.schema, typed.table) == ("", "customers")  # a name without a dot is the table
-    assert [c.name for c in typed.table_info.columns] == ["id", "name"]
+    assert typed.table_info is not None and [c.name for c in typed.table_info.columns] == ["id", "name"]
     with pytest.raises(DecodeError):
         debezium.decode(b"{}")  # nothing to read: not a row
 

@@ -17,7 +17,7 @@ from pyticdc.codec.jsontext import float32_round
 from pyticdc.codec.open_protocol import Decoder, Encoder, explain
 from pyticdc.codec.open_protocol.strconv import strconv_quote, strconv_unquote
 from pyticdc.errors import ConfigError, DecodeError, EncodeError
-from pyticdc.model import ColumnFlag, ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, Value, Watermark
+from pyticdc.model import ColumnFlag, ColumnInfo, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
 from pyticdc.vectors import check_file
 from pyticdc.vectors.open_protocol import MemoryClaimCheck
 from strategies import row_changes
@@ -48,8 +48,9 @@ def row(info: TableInfo, op: Op = Op.INSERT, post: dict[str, Value] | None = Non
                      table_info=info)
 
 
-def split(buffer: bytes, start: int) -> list[bytes]:
+def split(buffer: bytes | None, start: int) -> list[bytes]:
     """The length-prefixed payloads of an Open key (start=8) or value (start=0), per §2.1."""
+    assert buffer is not None  # Open Protocol always sets both key and value
     out, position = [], start
     while position < len(buffer):
         (length,) = U64.unpack_from(buffer, position)
@@ -241,6 +242,7 @@ def test_update_delete_and_old_value_options() -> None:
     assert set(full.pre_columns) == {"id", "val"} and not full.handle_key_only
     (message,) = Encoder(delete_only_output_handle_key_columns=True).encode([delete])
     (only_key,) = Decoder().decode(message.value, message.key)
+    assert isinstance(only_key, RowChange)
     assert only_key.pre_columns == Row({"id": 1}) and only_key.handle_key_only
     no_key = TableInfo(schema="test", table="nk", columns=(col("val", 15, 64),))
     with pytest.raises(EncodeError):
@@ -316,6 +318,7 @@ def test_handle_key_only() -> None:
     key, value = single(message)
     assert key.endswith(',"t":1,"ohk":true}') and value == '{"u":{"id":{"t":3,"h":true,"f":11,"v":1}}}'
     (decoded,) = Decoder().decode(message.value, message.key)
+    assert isinstance(decoded, RowChange)
     assert decoded.handle_key_only and decoded.columns == Row({"id": 1})
     assert encoder.project(event) == decoded
     no_key = TableInfo(schema="test", table="nk", columns=(col("val", 15, 65),))
@@ -339,8 +342,10 @@ def test_claim_check() -> None:
         roundtrip([event], large_message_handle_compression="snappy")
     (resolved,) = Decoder(large_message_handle_compression="snappy", claim_check=store).decode(
         message.value, message.key)
+    assert isinstance(resolved, RowChange)
     assert resolved == encoder.project(event) and resolved.columns == Row({"id": 1, "val": bytes(range(200))})
     (unresolved,) = Decoder(large_message_handle_compression="snappy").decode(message.value, message.key)
+    assert isinstance(unresolved, RowChange)
     assert unresolved.handle_key_only and unresolved.claim_check_location == location
     assert unresolved.columns == Row({"id": 1})
     with pytest.raises(ConfigError):
@@ -353,12 +358,13 @@ def test_claim_check() -> None:
 def test_compression_applies_to_each_value(method: str) -> None:
     rows = _rows(3)
     ddl = DDLEvent(query="DROP TABLE t1", ddl_type=4, commit_ts=1, schema="test", table="t1")
-    messages = Encoder(large_message_handle_compression=method).encode([*rows, ddl])
+    events: list[Event] = [*rows, ddl]
+    messages = Encoder(large_message_handle_compression=method).encode(events)
     for payload in split(messages[0].value, 0) + split(messages[1].value, 0):
         assert not payload.startswith(b"{")
     decoder = Decoder(large_message_handle_compression=method)
     assert [e for m in messages for e in decoder.decode(m.value, m.key)] == \
-        [Encoder().project(e) for e in [*rows, ddl]]
+        [Encoder().project(e) for e in events]
     assert explain(messages[0].value, messages[0].key)["events"][0]["compression"] == method
 
 
@@ -375,12 +381,14 @@ def test_legacy_docs_form() -> None:
     key = _framed(b'{"ts":415508878783938562,"scm":"test","tbl":"t1","t":1}')
     value = _values(b'{"u":{"id":{"t":3,"h":true,"v":1},"val":{"t":15,"v":"YWE="}}}')
     (decoded,) = Decoder().decode(value, key)
+    assert isinstance(decoded, RowChange)
     # no "f": VARCHAR is read as the literal text; "h" still marks the handle key
     assert decoded.columns == Row({"id": 1, "val": b"YWE="}) and decoded.op is Op.INSERT
     assert decoded.table_info is not None and decoded.table_info.handle_key_columns == ("id",)
     # docs Log 9: the legacy delete carried the handle key only
     key = _framed(b'{"ts":415508881418485761,"scm":"test","tbl":"t1","t":1}')
     (deleted,) = Decoder().decode(_values(b'{"d":{"id":{"t":3,"h":true,"v":1}}}'), key)
+    assert isinstance(deleted, RowChange)
     assert deleted.op is Op.DELETE and deleted.pre_columns == Row({"id": 1}) and deleted.handle_key_only
 
 
@@ -414,6 +422,7 @@ def test_bad_messages_raise_decode_error_with_location(key: bytes | None, value:
 def test_invalid_utf8_inside_json_reads_as_replacement() -> None:
     key = _framed(b'{"ts":1,"scm":"s\xff","tbl":"t","t":1}')
     (decoded,) = Decoder().decode(_values(b'{"u":{"a":{"t":15,"f":64,"v":"x\xfe"}}}'), key)
+    assert isinstance(decoded, RowChange)
     assert decoded.schema == "s\ufffd" and decoded.columns == Row({"a": "x\ufffd".encode()})
 
 
@@ -518,13 +527,15 @@ def test_deeply_nested_json_is_a_decode_error() -> None:
 
 
 def test_every_column_type_round_trips_at_its_extremes() -> None:
-    kinds = [(1, 65, -128), (1, 193, 255), (2, 65, -32768), (9, 193, 2**24 - 1), (3, 65, -(2**31)),
-             (8, 65, -(2**63)), (8, 193, MAX_U64), (13, 193, 2155), (4, 65, -3.4028234663852886e38),
-             (5, 65, 5e-324), (246, 65, "-0.000001"), (10, 65, "1000-01-01"), (12, 65, "9999-12-31 23:59:59.999999"),
-             (7, 65, "2038-01-19 03:14:07"), (11, 65, "-838:59:59"), (245, 65, '{"a": [1, "<&>"]}'),
-             (225, 65, "[1,2.5,-3]"), (247, 64, 65535), (248, 64, 2**64 - 1), (16, 193, 2**64 - 1),
-             (15, 64, "naïve 😀".encode()), (254, 64, b""), (253, 65, bytes(range(256))), (15, 65, b"\x00"),
-             (249, 65, bytes(range(256))), (250, 64, "\u2028\u2029".encode()), (251, 65, b""), (252, 64, b"\x00")]
+    kinds: list[tuple[int, int, Value]] = [
+        (1, 65, -128), (1, 193, 255), (2, 65, -32768), (9, 193, 2**24 - 1), (3, 65, -(2**31)),
+        (8, 65, -(2**63)), (8, 193, MAX_U64), (13, 193, 2155), (4, 65, -3.4028234663852886e38),
+        (5, 65, 5e-324), (246, 65, "-0.000001"), (10, 65, "1000-01-01"), (12, 65, "9999-12-31 23:59:59.999999"),
+        (7, 65, "2038-01-19 03:14:07"), (11, 65, "-838:59:59"), (245, 65, '{"a": [1, "<&>"]}'),
+        (225, 65, "[1,2.5,-3]"), (247, 64, 65535), (248, 64, 2**64 - 1), (16, 193, 2**64 - 1),
+        (15, 64, "naïve 😀".encode()), (254, 64, b""), (253, 65, bytes(range(256))), (15, 65, b"\x00"),
+        (249, 65, bytes(range(256))), (250, 64, "\u2028\u2029".encode()), (251, 65, b""), (252, 64, b"\x00")
+    ]
     columns = tuple(col(f"c{i}", t, f) for i, (t, f, _) in enumerate(kinds))
     info = TableInfo(schema="s", table="t", columns=(ID, *columns))
     post: dict[str, Value] = {"id": 1, **{f"c{i}": v for i, (_, _, v) in enumerate(kinds)}}

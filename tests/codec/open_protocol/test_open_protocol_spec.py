@@ -17,7 +17,7 @@ import pytest
 from pyticdc.codec import open_protocol
 from pyticdc.codec.compression import decompress
 from pyticdc.errors import EncodeError
-from pyticdc.model import ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, Value, Watermark
+from pyticdc.model import ColumnInfo, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
 from pyticdc.vectors.generic import MemoryClaimCheck
 
 U64 = struct.Struct(">Q")
@@ -67,6 +67,7 @@ def framed_value(*values: str | bytes) -> bytes:
 
 def open_one(event: Any, **options: Any) -> tuple[str, str]:
     (message,) = open_protocol.encode([event], **options)
+    assert message.key is not None and message.value is not None
     assert message.key[:8] == U64.pack(1)
     (klen,) = U64.unpack_from(message.key, 8)
     assert len(message.key) == 16 + klen
@@ -110,8 +111,8 @@ def test_open_ddl_message() -> None:
 def test_open_ddl_and_resolved_never_batched_with_rows() -> None:
     """§2.1 "Row events are batched; DDL/resolved are never batched with rows"."""
     info = table()
-    events = [row(info, {"id": 1}), row(info, {"id": 1}), Watermark(resolved_ts=5), row(info, {"id": 1}),
-              DDLEvent(query="q", ddl_type=3, commit_ts=6), row(info, {"id": 1})]
+    events: list[Event] = [row(info, {"id": 1}), row(info, {"id": 1}), Watermark(resolved_ts=5),
+                           row(info, {"id": 1}), DDLEvent(query="q", ddl_type=3, commit_ts=6), row(info, {"id": 1})]
     messages = open_protocol.encode(events)
     assert [len(m.events) for m in messages] == [2, 1, 1, 1, 1]
     assert messages[1].value == b"\x00" * 8
@@ -277,9 +278,10 @@ def test_open_decoder_reads_per_type() -> None:
     assert event.columns == {"b": b"\x89PNG", "bl": b"\xff", "d": 1e21, "s": b"a<", "u": MAX_U64, "i": -5,
                              "n": None}
     (event,) = open_protocol.decode(framed_value('{"d":{"id":{"t":3,"h":true,"f":11,"v":1}}}'), framed_key(key))
-    assert event.op is Op.DELETE and event.pre_columns == {"id": 1}
+    assert isinstance(event, RowChange) and event.op is Op.DELETE and event.pre_columns == {"id": 1}
     (event,) = open_protocol.decode(
         framed_value('{"u":{"id":{"t":3,"f":11,"v":2}},"p":{"id":{"t":3,"f":11,"v":1}}}'), framed_key(key))
+    assert isinstance(event, RowChange)
     assert event.op is Op.UPDATE and event.columns == {"id": 2} and event.pre_columns == {"id": 1}
 
 
@@ -301,6 +303,7 @@ def test_open_batching_size_condition_exact_boundary() -> None:
     joined = 8 + 36 + 16 + klen + v1 + klen + v2 + 16
     messages = open_protocol.encode(events[:2], max_message_bytes=joined)
     assert [len(m.events) for m in messages] == [2]
+    assert messages[0].key is not None and messages[0].value is not None
     assert len(messages[0].key) + len(messages[0].value) + 36 == joined  # Message.Length() (§1.4)
     messages = open_protocol.encode(events[:2], max_message_bytes=joined - 1)
     assert [len(m.events) for m in messages] == [1, 1]
@@ -394,6 +397,7 @@ def test_open_compression_applies_to_each_value(method: str) -> None:
     (message,) = open_protocol.encode(events, large_message_handle_compression=method)
     key = '{"ts":415508878783938562,"scm":"test","tbl":"t1","rid":1,"t":1}'
     assert message.key == framed_key(key, key)
+    assert message.value is not None
     position, plain = 0, []
     while position < len(message.value):
         (length,) = U64.unpack_from(message.value, position)
@@ -425,6 +429,7 @@ def test_open_handle_key_only_value_is_compressed_and_size_checked_compressed() 
     (message,) = open_protocol.encode([event], max_message_bytes=250, large_message_handle_option="handle-key-only",
                                       large_message_handle_compression="lz4")
     assert message.key == framed_key(key)
+    assert message.value is not None
     (length,) = U64.unpack_from(message.value, 0)
     assert len(message.value) == 8 + length
     assert decompress("lz4", message.value[8:], "open-protocol") == ('{"u":{' + ID_JSON + "}}").encode()

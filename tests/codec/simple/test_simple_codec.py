@@ -21,7 +21,7 @@ from fastavro.schema import to_parsing_canonical_form
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import column
+from builders import column, row_of
 from pyticdc.codec import simple as S
 from pyticdc.codec.jsontext import float32_round, format_float32, format_float_f
 from pyticdc.codec.simple import BootstrapPolicy, Decoder, Encoder, explain, resolve_row
@@ -35,6 +35,7 @@ from pyticdc.model import (
     ColumnFlag,
     ColumnInfo,
     DDLEvent,
+    Event,
     IndexInfo,
     Op,
     Row,
@@ -306,7 +307,7 @@ def test_all_types_round_trip(encoding: str) -> None:
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(rows=row_changes(), encoding=st.sampled_from(ENCODINGS), compression=st.sampled_from(["none", "snappy", "lz4"]))
 def test_round_trip_every_type(rows: list[RowChange], encoding: str, compression: str) -> None:
-    options = {"large-message-handle-compression": compression}
+    options: dict[str, Any] = {"large-message-handle-compression": compression}
     encoder = _encoder(encoding, auto_bootstrap=True, **options)
     decoder = _decoder(encoding, **options)
     events = [e for m in encoder.encode(rows) for e in decoder.decode(m.value)]
@@ -478,7 +479,7 @@ def test_bootstrap_policy_disabled_and_idle() -> None:
     assert policy.tracked() == [renamed]  # same version, new name: refreshed
     assert list(BootstrapPolicy().partitions(3)) == [0, 1, 2]
     assert list(BootstrapPolicy(to_all_partitions=False).partitions(3)) == [0]
-    assert BootstrapPolicy.from_options(_encoder(**{"send-bootstrap-in-msg-count": 0}).options).enabled is False
+    assert BootstrapPolicy.from_options(_encoder("json", **{"send-bootstrap-in-msg-count": 0}).options).enabled is False
 
 
 def test_encoder_auto_bootstrap() -> None:
@@ -486,13 +487,14 @@ def test_encoder_auto_bootstrap() -> None:
     kinds = [m.events[0].kind for m in _encoder(auto_bootstrap=True).encode(rows)]
     assert kinds == ["bootstrap", "row", "row", "bootstrap", "row"]
     assert [m.events[0].kind for m in _encoder(auto_bootstrap=False).encode(rows)] == ["row"] * 3
-    off = _encoder(auto_bootstrap=True, **{"send-bootstrap-interval-in-sec": 0, "send-bootstrap-in-msg-count": 0})
+    off = _encoder("json", auto_bootstrap=True,
+                   **{"send-bootstrap-interval-in-sec": 0, "send-bootstrap-in-msg-count": 0})
     assert len(off.encode(rows)) == 3
-    count = _encoder(auto_bootstrap=True, **{"send-bootstrap-in-msg-count": 1})
+    count = _encoder("json", auto_bootstrap=True, **{"send-bootstrap-in-msg-count": 1})
     # the first row is not counted (addEvent resets the counter); every later row is
     assert [m.events[0].kind for m in count.encode(rows[:2] * 2)] == [
         "bootstrap", "row", "row", "bootstrap", "row", "bootstrap", "row"]
-    partition_three = _encoder(auto_bootstrap=True, partition=3, **{"send-bootstrap-to-all-partition": False})
+    partition_three = _encoder("json", auto_bootstrap=True, partition=3, **{"send-bootstrap-to-all-partition": False})
     assert len(partition_three.encode(rows)) == 3
 
 
@@ -525,8 +527,9 @@ def test_explain() -> None:
 
 # --------------------------------------------------------------------------- garbage → DecodeError only
 def _messages(encoding: str) -> list[bytes]:
-    events = [_row(), _row(Op.UPDATE, VALUES, VALUES), Bootstrap(table_info=TABLE), Watermark(resolved_ts=3),
-              DDLEvent(query="x", ddl_type=5, commit_ts=4, table_info=TABLE, pre_table_info=TABLE)]
+    events: list[Event] = [_row(), _row(Op.UPDATE, VALUES, VALUES), Bootstrap(table_info=TABLE),
+                           Watermark(resolved_ts=3),
+                           DDLEvent(query="x", ddl_type=5, commit_ts=4, table_info=TABLE, pre_table_info=TABLE)]
     return [m.value for m in _encoder(encoding).encode(events) if m.value is not None]
 
 
@@ -631,7 +634,7 @@ def test_dml_before_its_schema_is_held_and_released_typed_by_bootstrap() -> None
         assert len(decoder.held_rows()) == len(rows)
         released = decoder.decode(bootstrap.value)
         assert isinstance(released[0], Bootstrap)
-        assert [r.commit_ts for r in released[1:]] == [r.commit_ts for r in rows]
+        assert [row_of(r).commit_ts for r in released[1:]] == [r.commit_ts for r in rows]
         assert all(isinstance(r, RowChange) and r.table_info is not None for r in released[1:])
         assert [dict(r.columns or {}) for r in released[1:]] == [  # type: ignore[union-attr]
             dict(p.columns or {}) for r in rows if isinstance(p := encoder.project(r), RowChange)]
@@ -776,9 +779,9 @@ def test_fast_json_decoding_equals_the_reference_path(rows: list[RowChange], dat
     # rows before their schema (held), the schema, then the rows again, altered and in runs
     _same_decoding("json", [*messages, bootstrap, *messages, *swapped, *messages])
     _same_decoding("json", [*messages, bootstrap, *messages], hold=False)
-    compressed = _encoder("json", **{"large-message-handle-compression": "lz4"}).encode(rows)
-    _same_decoding("json", [m.value for m in compressed if m.value], table,
-                   **{"large-message-handle-compression": "lz4"})
+    lz4_options: dict[str, Any] = {"large-message-handle-compression": "lz4"}
+    compressed = _encoder("json", **lz4_options).encode(rows)
+    _same_decoding("json", [m.value for m in compressed if m.value], table, **lz4_options)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -875,7 +878,7 @@ def test_fast_encoding_equals_the_reference_path(rows: list[RowChange], data: st
     altered = []
     for row in rows:
         image = dict(row.columns or row.pre_columns or {})
-        if image and data.draw(st.booleans()):
+        if bool(image) and data.draw(st.booleans()):
             name = data.draw(st.sampled_from(sorted(image)))
             if data.draw(st.booleans()):
                 image[name] = data.draw(st.sampled_from(_ODD_VALUES))

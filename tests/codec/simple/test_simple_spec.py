@@ -229,7 +229,7 @@ def test_json_ddl_messages() -> None:
 def test_json_handle_key_only_marker() -> None:
     # §6.1 "handle-key-only ⇒ "handleKeyOnly":true and only HandleKey columns"; §8 trigger Message.Length()
     full = len(_enc().encode([_row()])[0].value or b"")
-    enc = _enc(**{"max-message-bytes": full + 35, "large-message-handle-option": "handle-key-only"})
+    enc = _enc("json", **{"max-message-bytes": full + 35, "large-message-handle-option": "handle-key-only"})
     value = enc.encode([_row(Op.UPDATE, VALUES, VALUES)])[0].value
     assert value == (b'{"version":1,"database":"db","table":"t","tableID":101,"type":"UPDATE","commitTs":449,'
                      b'"buildTs":%d,"schemaVersion":450,"handleKeyOnly":true,"data":{"id":"1"},"old":{"id":"1"}}'
@@ -241,8 +241,8 @@ def test_json_claim_check_marker_and_stored_message(tmp_path: Path) -> None:
     # written to <storage-uri>/<uuid4>.json as JSON {"key":<base64>,"value":<base64>} (nil key → null)"
     original = _enc().encode([_row()])[0].value or b""
     store = FileClaimCheckStore(f"file://{tmp_path}")
-    enc = _enc(**{"max-message-bytes": len(original) + 35, "large-message-handle-option": "claim-check",
-                  "claim-check-storage-uri": f"file://{tmp_path}"}, claim_check=store)
+    enc = _enc("json", **{"max-message-bytes": len(original) + 35, "large-message-handle-option": "claim-check",
+                          "claim-check-storage-uri": f"file://{tmp_path}"}, claim_check=store)
     value = enc.encode([_row()])[0].value or b""
     doc = json.loads(value)
     location = doc["claimCheckLocation"]
@@ -267,9 +267,9 @@ def test_compression_applies_to_the_value(method: str) -> None:
 def test_too_large_without_handling_is_an_error() -> None:
     # §8 trigger + large-message-handle-option=none → error (Message.Length() = len(value) + 36, §1.4)
     full = len(_enc().encode([_row()])[0].value or b"")
-    assert _enc(**{"max-message-bytes": full + 36}).encode([_row()])
+    assert _enc("json", **{"max-message-bytes": full + 36}).encode([_row()])
     with pytest.raises(EncodeError):
-        _enc(**{"max-message-bytes": full + 35}).encode([_row()])
+        _enc("json", **{"max-message-bytes": full + 35}).encode([_row()])
 
 
 # ============================================================================= §6.2 Avro

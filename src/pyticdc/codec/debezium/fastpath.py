@@ -45,10 +45,13 @@ class WrapperSplitter:
 
     def split(self, raw: bytes, raw_key: bytes | None) -> Split | None:
         """The parts of a wrapped message; None (or a ``DECLINES`` error) for anything else."""
-        if b"-0" in raw and has_negative_zero(raw):
-            return None  # orjson reads the number -0 as the integer 0: the reference path keeps its sign
         wrapped = _WRAPPER.decode(raw)
-        payload = orjson.loads(memoryview(wrapped.payload))
+        # orjson reads the number -0 as the integer 0: the reference path keeps its sign. Only the
+        # payload is searched here (the schema, most of the bytes, once when first parsed).
+        payload_raw = bytes(wrapped.payload)
+        if b"-0" in payload_raw and has_negative_zero(payload_raw):
+            return None
+        payload = orjson.loads(payload_raw)
         if not isinstance(payload, dict):
             return None
         schema_raw = bytes(wrapped.schema)
@@ -58,13 +61,13 @@ class WrapperSplitter:
         return Split(payload, schema, schema_raw if schema is not None else None, _key_names(raw_key))
 
     def _schema_doc(self, schema_raw: bytes) -> Any:
-        """The parsed schema (None for ``null``); _NOT_AN_OBJECT for anything but an object."""
+        """The parsed schema (None for ``null``); _NOT_AN_OBJECT for anything but an object, or one with a -0."""
         if schema_raw == b"null":
             return None
         doc = self._schema_docs.get(schema_raw)
         if doc is None:
             parsed = orjson.loads(schema_raw)
-            doc = parsed if isinstance(parsed, dict) else _NOT_AN_OBJECT
+            doc = parsed if isinstance(parsed, dict) and not has_negative_zero(schema_raw) else _NOT_AN_OBJECT
             if len(self._schema_docs) >= _MAX_SCHEMAS:
                 self._schema_docs.clear()
             self._schema_docs[schema_raw] = doc

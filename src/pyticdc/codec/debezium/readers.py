@@ -61,6 +61,7 @@ from pyticdc.codec.debezium.values import (
     format_civil,
     format_duration_us,
     format_wall,
+    is_utc,
     pad_scale,
     split_allowed,
     to_bytes,
@@ -211,8 +212,19 @@ _ZONED: Final = re.compile(
 )
 
 
+#: A ZonedTimestamp as TiCDC writes it (UTC, ``Z``, at most microseconds, ASCII digits).
+_ZONED_UTC: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z", re.ASCII)
+
+
 def _timestamp_converter(zone: ZoneInfo) -> Converter:
+    utc = is_utc(zone)
+
     def convert(value: Any, at: str) -> Value:
+        if utc and type(value) is str and _ZONED_UTC.fullmatch(value) is not None:
+            year, month, day = int(value[:4]), int(value[5:7]), int(value[8:10])
+            if valid_date(year, month, day) and value[11:13] <= "23" and value[14:16] <= "59" and value[17:19] <= "59":
+                # UTC to UTC keeps the wall time, and format_wall prints these fields as they came.
+                return value[:10] + " " + value[11:-1]
         m = _ZONED.fullmatch(read_str(value, at))
         if m is None:
             raise fail("not a ZonedTimestamp", at)

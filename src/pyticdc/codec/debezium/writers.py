@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from collections.abc import Callable
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -19,12 +20,14 @@ from pyticdc.codec.debezium.values import (
     MIN_TIMESTAMP,
     US_PER_SECOND,
     ZERO_ZONED,
+    WallTime,
     adjust_two_digit_year,
     bit_byte_count,
     clean_float,
     days_from_civil,
     format_wall,
     go_parse_float,
+    is_utc,
     local_to_utc_seconds,
     parse_bit_default,
     parse_datetime,
@@ -39,6 +42,7 @@ from pyticdc.mysql.types import FLOAT_TYPES, INTEGER_OR_YEAR_TYPES, INTEGER_TYPE
 
 __all__ = [
     "Wire",
+    "canonical_wall",
     "datetime_wire_us",
     "default_to_model",
     "int_range",
@@ -167,6 +171,26 @@ def _date_wire(column: ColumnInfo) -> Wire:
     return wire
 
 
+#: ``YYYY-MM-DD HH:MM:SS[.f…]`` in ASCII digits, the form TiDB prints a DATETIME or TIMESTAMP in.
+_CANONICAL: Final = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?", re.ASCII)
+
+
+def canonical_wall(text: str, fsp: int) -> WallTime | None:
+    """The wall time of ``text`` if it is exactly what TiDB prints for a value of ``fsp`` fraction
+    digits (``YYYY-MM-DD HH:MM:SS[.f…]``, ASCII digits, a valid date, a year from 100 on); else None.
+
+    ``parse_datetime(text, fsp)`` gives the same fields for such a text, without rounding (the
+    fraction has exactly ``fsp`` digits) or a two-digit year to adjust: the writers' fast path.
+    """
+    if len(text) != (19 if fsp <= 0 else 20 + fsp) or _CANONICAL.fullmatch(text) is None:
+        return None
+    year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if year < 100 or hour > 23 or minute > 59 or second > 59 or not valid_date(year, month, day):
+        return None
+    return WallTime(year, month, day, hour, minute, second, int(text[20:].ljust(6, "0")) if fsp > 0 else 0)
+
+
 def datetime_wire_us(column: ColumnInfo, text: str) -> int | None:
     """DATETIME → epoch microseconds as TiCDC computes them (None = GoTime rejected the date)."""
     parsed = parse_datetime(text, column.decimal)
@@ -180,8 +204,14 @@ def datetime_wire_us(column: ColumnInfo, text: str) -> int | None:
 def _datetime_wire(column: ColumnInfo) -> Wire:
     not_null = not column.nullable
     millis = column.decimal <= 3
+    fsp = column.decimal
 
     def wire(value: Value, from_default: bool) -> Any:
+        if type(value) is str:
+            wall = canonical_wall(value, fsp)
+            if wall is not None:  # the text TiDB prints: no rounding, no two-digit year, a valid date
+                exact = wall_epoch_us(wall)
+                return exact // 1000 if millis else exact
         text = _expect_str(column, value)
         if text == "CURRENT_TIMESTAMP" or (from_default and text.upper().startswith("CURRENT_TIMESTAMP")):
             return 0
@@ -214,7 +244,14 @@ def timestamp_wire_text(column: ColumnInfo, text: str, zone: ZoneInfo, from_defa
 
 
 def _timestamp_wire(column: ColumnInfo, zone: ZoneInfo) -> Wire:
+    fsp = max(column.decimal, 0)
+    utc = is_utc(zone)
+
     def wire(value: Value, from_default: bool) -> Any:
+        if utc and type(value) is str:
+            wall = canonical_wall(value, fsp)
+            if wall is not None and wall.year >= 1971:  # past MinTimestamp, UTC: the same wall time
+                return value[:10] + "T" + value[11:] + "Z"
         return timestamp_wire_text(column, _expect_str(column, value), zone, from_default)
 
     return wire

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import binascii
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
+from pyticdc.codec._fastpath import DECLINES, Decline, compile_function, literal
 from pyticdc.codec.base import BaseEncoder, ClaimCheckStore, Message
 from pyticdc.codec.compression import compress
-from pyticdc.codec.jsontext import go_json_quote
+from pyticdc.codec.jsontext import go_json_quote, go_json_quote_bytes
 from pyticdc.codec.open_protocol.message import (
     HANDLE,
     MESSAGE_TYPE_DDL,
@@ -29,7 +31,7 @@ from pyticdc.codec.open_protocol.message import (
     table_info,
     utf8,
 )
-from pyticdc.codec.open_protocol.values import BadValue, Kind, clean_text, kind_of
+from pyticdc.codec.open_protocol.values import BadValue, Kind, _r_blob, _r_char, clean_text, kind_of
 from pyticdc.errors import ConfigError
 from pyticdc.model import Bootstrap, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
 
@@ -115,6 +117,65 @@ def _render_image(image: _Image) -> str:
                            for col, v in image]) + "}"
 
 
+# ---------------------------------------------------------------- the generated image writer
+#: Renders a full image (every column of the table, nothing else) as ``_render_image`` does; raises
+#: one of ``DECLINES`` for anything else (a missing or extra column, a value its kind refuses).
+_ImageWriter = Callable[[Mapping[str, Value]], str]
+_WRITER_ATTR: Final = "_pyticdc_open_writer"
+
+
+def _general(kind: Kind) -> Callable[[Value], str]:
+    """A column's reference rendering; a value it refuses declines (the reference path says why)."""
+    coerce, render = kind.coerce, kind.render
+
+    def general(value: Value) -> str:
+        try:
+            return render(coerce(value))
+        except BadValue:
+            raise Decline from None
+    return general
+
+
+def _writer_source(plan: _Plan, namespace: dict[str, Any]) -> str:
+    """Straight-line code for ``_render_image(_select(plan, image, False))`` of a full image."""
+    lines = ["def write(image):", f"    if len(image) != {len(plan.ordered)}: raise Decline"]
+    for i, col in enumerate(plan.ordered):
+        namespace[f"g{i}"] = _general(col.kind)
+        render = col.kind.render
+        if render is str:  # the integer kinds
+            fast = f"str(v) if type(v) is int else g{i}(v)"
+        elif render is go_json_quote:
+            fast = f"quote(v) if type(v) is str else g{i}(v)"
+        elif render is _r_char:
+            fast = f"quote_bytes(v) if type(v) is bytes else g{i}(v)"
+        elif render is _r_blob:
+            fast = f"'\"' + b64(v, newline=False).decode('ascii') + '\"' if type(v) is bytes else g{i}(v)"
+        else:
+            fast = f"g{i}(v)"
+        lines += [f"    v = image[{literal(col.name)}]", f"    p{i} = 'null' if v is None else {fast}"]
+    template = "{" + ",".join(col.prefix.replace("%", "%%") + "%s}" for col in plan.ordered) + "}"
+    namespace["TEMPLATE"] = template
+    lines.append("    return TEMPLATE % (" + "".join(f"p{i}, " for i in range(len(plan.ordered))) + ")")
+    return "\n".join(lines)
+
+
+def _writer(table: TableInfo) -> _ImageWriter | None:
+    """The generated image writer of a table (cached on it); None for a table without columns."""
+    cache = table.__dict__
+    writer: _ImageWriter | None
+    try:
+        writer = cache[_WRITER_ATTR]
+    except KeyError:
+        plan = _plan(table)
+        writer = None
+        if plan.ordered and len(plan.by_name) == len(plan.ordered):
+            namespace: dict[str, Any] = {"Decline": Decline, "quote": go_json_quote,
+                                         "quote_bytes": go_json_quote_bytes, "b64": binascii.b2a_base64}
+            writer = compile_function(_writer_source(plan, namespace), "write", namespace)
+        cache[_WRITER_ATTR] = writer
+    return writer
+
+
 def _render_row(u: _Image, p: _Image, d: _Image) -> bytes:
     """The ``messageRow`` JSON: ``u``, ``p``, ``d`` in struct order, empty maps omitted."""
     parts = []
@@ -191,10 +252,44 @@ class Encoder(BaseEncoder):
     def _too_large(self, key: bytes, value: bytes) -> bool:
         return len(key) + len(value) + RECORD_OVERHEAD + SINGLE_FRAMING > self.options.max_message_bytes
 
+    def _fast_value(self, event: RowChange) -> bytes | None:
+        """``_value(_images(event, False))`` through the table's generated writer; None where it declines."""
+        info = event.table_info
+        options = self.options
+        if info is None or options.only_output_updated_columns:
+            return None
+        write = _writer(info)
+        if write is None:
+            return None
+        op = event.op
+        try:
+            if op is Op.INSERT:
+                if not event.columns:
+                    return None
+                text = '{"u":' + write(event.columns) + "}"
+            elif op is Op.DELETE:
+                if not event.pre_columns or options.delete_only_output_handle_key_columns:
+                    return None
+                text = '{"d":' + write(event.pre_columns) + "}"
+            else:
+                if not event.columns:
+                    return None
+                text = '{"u":' + write(event.columns)
+                if options.open_output_old_value:
+                    if not event.pre_columns:
+                        return None
+                    text += ',"p":' + write(event.pre_columns)
+                text += "}"
+        except DECLINES:
+            return None
+        return compress(options.large_message_handle_compression, utf8(text))
+
     def _prepare(self, event: RowChange) -> _Prepared:
         """Encode a row in full and decide how it must be sent (``AppendRowChangedEvent``)."""
         key = self._row_key(event)
-        value = self._value(self._images(event, False))
+        value = self._fast_value(event)
+        if value is None:
+            value = self._value(self._images(event, False))
         if not self._too_large(key, value):
             return _Prepared(key, value, "full")
         option = self.options.large_message_handle_option

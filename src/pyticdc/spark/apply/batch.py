@@ -17,12 +17,17 @@ released ts and the DDLs that wait; the rows that wait are in the staging direct
 progress version instead of the state. A re-run after a crash re-reads the records from the committed
 offsets and the staged rows of the committed version; each table skips what its position says it holds.
 
-Simple (rows whose schema arrives later in the stream) is not supported here: use the driver engine.
+Simple: a row decoded before its schema is known (``held``, the row pickled) is typed where it is once the
+driver has learnt the schemas of the batch (BOOTSTRAP, DDL, in-band; kept in the consumer state); until
+then it holds the release below its commit ts, as in the consumer engine, and waits in the staging
+directory with the other rows above the limit. A held row whose version will never come (only newer
+ones are known) and one its schema cannot type are quarantined.
 """
 
 from __future__ import annotations
 
 import functools
+import pickle
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -37,13 +42,24 @@ from pyticdc.arrow.rows import parse_table_info
 from pyticdc.codec import canonical_protocol
 from pyticdc.codec.timezone import load_zone
 from pyticdc.consumer import Consumer, handle_columns
+from pyticdc.consumer.schemas import SchemaCache
 from pyticdc.consumer.state import ConsumerState, decode_state, encode_state
 from pyticdc.consumer.units import ApplyUnit, QuarantinedRecord
 from pyticdc.errors import ConfigError, ReplicaError
 from pyticdc.replica.applier import Hook
+from pyticdc.replica.maintenance import TableOptions
+from pyticdc.replica.modelling import Modelling
 from pyticdc.replica.pipeline import BatchReport, table_matcher
 from pyticdc.replica.store import APP_ID, rows_position
-from pyticdc.spark.apply.decode import CHANGE_SCHEMA, DECODED_SCHEMA, decode_records, decoded_row, mark_changes
+from pyticdc.spark.apply.decode import (
+    CHANGE_SCHEMA,
+    DECODED_SCHEMA,
+    decode_records,
+    decoded_row,
+    info_id,
+    mark_changes,
+    resolve_held,
+)
 from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
 
@@ -53,8 +69,8 @@ TopicPartition = tuple[str, int]
 
 
 def supports(protocol: str) -> bool:
-    """Whether the distributed apply handles ``protocol`` (Simple's late schemas need the driver engine)."""
-    return canonical_protocol(protocol) != "simple"
+    """Whether the distributed apply handles ``protocol`` (every protocol pyticdc decodes)."""
+    return bool(canonical_protocol(protocol))
 
 
 def _spark_schema(schema: pa.Schema) -> Any:
@@ -74,18 +90,20 @@ class DistributedReplicator:
         self, spark: Any, warehouse: str | Path, protocol: str, options: Mapping[str, Any] | None = None, *,
         partitions: Mapping[str, int], tables: Sequence[str] | None = None, time_zone: str | None = None,
         hook: Hook | None = None, app_id: str = APP_ID, storage_options: Mapping[str, str] | None = None,
-        source: Mapping[str, Any] | None = None,
+        source: Mapping[str, Any] | None = None, modelling: Modelling | None = None,
+        table_options: TableOptions | None = None,
     ) -> None:
+        if modelling is not None and modelling.driver_only:
+            raise ConfigError(f"the distributed engine does not implement {', '.join(modelling.driver_only)} yet: "
+                              "use the driver engine")
         self.protocol = canonical_protocol(protocol)
-        if not supports(self.protocol):
-            raise ConfigError(f"the distributed engine does not replicate {self.protocol} (schemas that arrive after "
-                              "their rows): use engine='driver'")
         self.spark = spark
         self.options = {str(k): str(v) for k, v in (options or {}).items()}
         zone = time_zone or str(self.options.get("time-zone", self.options.get("time_zone", "UTC")))
         load_zone(zone)
         self.replica = SegmentReplica(warehouse, app_id=app_id, time_zone=zone, table_filter=table_matcher(tables),
-                                      hook=hook, storage_options=storage_options)
+                                      hook=hook, storage_options=storage_options, modelling=modelling,
+                                      table_options=table_options)
         progress = self.replica.progress
         recorded = progress.source.get("protocol")
         if recorded and recorded != self.protocol:
@@ -100,6 +118,8 @@ class DistributedReplicator:
         self.partitions = dict(partitions)
         self.engine = DeltaRsEngine()
         self._broken: BaseException | None = None
+        #: Simple: the schema cache of the committed state.
+        self._schemas: SchemaCache | None = None
         #: Spark jobs of the last batch's applies (one per level).
         self.apply_jobs = 0
         #: Seconds spent per stage (decode, dedup, stage, apply, commit) over the batches of this replicator.
@@ -131,10 +151,10 @@ class DistributedReplicator:
         return now
 
     def _staging(self, version: int) -> Path:
-        return self.replica.store.internal_path("staging") / f"v{version}"
+        return Path(str(self.replica.store.internal_path("staging"))) / f"v{version}"  # never remote
 
     def _infos_path(self, version: int) -> Path:
-        return self.replica.store.internal_path("staging") / f"v{version}.infos.json"
+        return Path(str(self.replica.store.internal_path("staging"))) / f"v{version}.infos.json"
 
     # ------------------------------------------------------------------ a batch
     def process(self, records: Any) -> BatchReport:
@@ -172,10 +192,15 @@ class DistributedReplicator:
         clock = self._lap("decode", clock)
         subscription = [(t, p) for t, count in self.partitions.items() for p in range(count)]
         plan = plan_batch(meta, self.state, subscription, self.protocol)
+        schemas: SchemaCache | None = None
+        dropped: list[bytes] = []
+        if self.protocol == "simple":
+            schemas = self._learn_schemas(meta, plan)
+            plan, dropped = self._hold_for_schemas(decoded, meta, plan, schemas, version, subscription)
         for topic, count in _counts(plan.next_offsets).items():
             self.partitions[topic] = max(self.partitions.get(topic, 0), count)
         report.records = plan.records + len(plan.lines)
-        changes = self._changes(decoded, plan, version)
+        changes = self._changes(decoded, plan, version, schemas, dropped)
         changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(changes)
         limit = plan.limit
@@ -210,10 +235,14 @@ class DistributedReplicator:
         released = sum(s["rows"] for s in summary if not s["pending"])
         new_rows = sum(s["rows"] - s["staged"] for s in summary)
         read_rows = sum(r["row_id"] or 0 for r in meta if r["kind"] == "part")
-        state = self._next_state(plan, released, new_rows, read_rows)
+        if schemas is not None:
+            schemas.prune(limit)
+        state = self._next_state(plan, released, new_rows, read_rows,
+                                 self.state.schemas if schemas is None else schemas.to_builtins())
         progress = self.replica.commit(encode_state(state), source=self.source,
                                        stats={"consumer": msgspec.to_builtins(state.stats), "pending_rows": pending})
         self.state = state
+        self._schemas = schemas
         self._clean_staging(progress.version)
         self._lap("commit", clock)
         replica = self.replica.stats
@@ -232,37 +261,115 @@ class DistributedReplicator:
         report.rejected = len(plan.quarantined) + len(plan.lines)
         return report
 
-    def _changes(self, decoded: Any, plan: BatchPlan, version: int) -> Any:
+    def _sources(self, decoded: Any, plan: BatchPlan, version: int) -> list[tuple[Any, bool]]:
+        """The batch's change rows as decoded (DECODED_SCHEMA frames), each with whether it was staged."""
         from pyspark.sql import functions as F
 
-        schema = _spark_schema(CHANGE_SCHEMA)
-        fresh = decoded.where(F.col("kind") == "row").mapInArrow(
-            functools.partial(mark_changes, marks=plan.marks, staged=False), schema)
-        frames = [fresh]
+        frames = [(decoded.where(F.col("kind").isin("row", "held")), False)]
         staging = self._staging(version)
         if staging.exists():
             infos = self._infos_path(version)
             if infos.exists():
                 for ident, text in orjson.loads(infos.read_bytes()).items():
                     plan.infos.setdefault(ident, text)
-            staged = self.spark.read.schema(_spark_schema(DECODED_SCHEMA)).parquet(str(staging))
-            frames.append(staged.mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=True), schema))
+            frames.append((self.spark.read.schema(_spark_schema(DECODED_SCHEMA)).parquet(str(staging)), True))
         if self.state.rows:
             # A state written by the driver engine holds its waiting rows itself: they join as staged rows.
             rows = [decoded_row(b.row) for b in self.state.rows]
             table = pa.Table.from_pylist(rows, schema=CHANGE_SCHEMA).drop_columns(["staged", "level"])
-            frames.append(self.spark.createDataFrame(table.to_pandas(), schema=_spark_schema(DECODED_SCHEMA))
-                          .mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=True), schema))
+            frames.append((self.spark.createDataFrame(table.to_pandas(), schema=_spark_schema(DECODED_SCHEMA)), True))
             for buffered in self.state.rows:
-                if buffered.row.table_info is not None:
-                    from pyticdc.spark.apply.decode import info_id
-
+                if buffered.row.table_info is not None and buffered.row.table_info.columns:
                     ident, text = info_id(buffered.row.table_info)
                     plan.infos.setdefault(ident, text)
-        union = frames[0]
-        for frame in frames[1:]:
-            union = union.unionByName(frame)
+        return frames
+
+    def _marked(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
+                only_held: bool = False) -> Any:
+        """The change rows of the batch, held rows typed where their schema is known, marked, de-duplicated."""
+        from pyspark.sql import functions as F
+
+        schema = _spark_schema(CHANGE_SCHEMA)
+        union = None
+        for frame, staged in self._sources(decoded, plan, version):
+            if only_held:
+                frame = frame.where(F.col("kind") == "held")
+            if schemas is not None:
+                frame = frame.mapInArrow(functools.partial(resolve_held, versions=schemas.versions()),
+                                         _spark_schema(DECODED_SCHEMA))
+            frame = frame.mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=staged), schema)
+            union = frame if union is None else union.unionByName(frame)
+        assert union is not None  # the decoded frame is always a source
         return union.dropDuplicates(["ident"])
+
+    def _changes(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
+                 dropped: list[bytes]) -> Any:
+        from pyspark.sql import functions as F
+
+        changes = self._marked(decoded, plan, version, schemas)
+        if schemas is None:
+            return changes
+        # Held rows below the limit are the quarantined ones (the others hold the limit below them).
+        kept = (F.col("kind") == "row") | ((F.col("kind") == "held") & (F.col("ts") > plan.limit))
+        if dropped:
+            kept = kept & ~F.col("ident").isin(dropped)
+        return changes.where(kept)
+
+    def _learn_schemas(self, meta: list[dict[str, Any]], plan: BatchPlan) -> SchemaCache:
+        """The consumer state's schema cache with what the batch brings (BOOTSTRAP, DDL, in-band schemas)."""
+        # The committed batch's cache (the state's builtins hold encoded schemas once written).
+        cache = self._schemas if self._schemas is not None else SchemaCache.from_builtins(self.state.schemas)
+        for row in meta:
+            if row["kind"] == "boot":
+                cache.learn_bootstrap(pickle.loads(row["raw_value"]))
+            elif row["kind"] == "ddl":
+                cache.learn_ddl(pickle.loads(row["raw_value"]))
+            elif row["kind"] == "info":
+                info = parse_table_info(row["text"])
+                if info.schema_version and info.columns:
+                    cache.learn(info, info.schema_version)
+        self._name_schemas(cache, plan)
+        return cache
+
+    @staticmethod
+    def _name_schemas(cache: SchemaCache, plan: BatchPlan) -> None:
+        # Rows typed in the executors name their TableInfo by digest: the driver knows them all.
+        for _valid_from, info in cache.versions():
+            ident, text = info_id(info)
+            plan.infos.setdefault(ident, text)
+
+    def _hold_for_schemas(self, decoded: Any, meta: list[dict[str, Any]], plan: BatchPlan, cache: SchemaCache,
+                          version: int, subscription: list[TopicPartition]) -> tuple[BatchPlan, list[bytes]]:
+        """The plan with its limit held below rows still without schema; the held rows quarantined instead."""
+        from pyspark.sql import functions as F
+
+        waiting = (self._marked(decoded, plan, version, cache, only_held=True).where(F.col("kind") != "row")
+                   .select("kind", "tkey", "ts", "ident", "text", "topic", "partition", "offset").toArrow().to_pylist())
+        hold: int | None = None
+        quarantined: list[QuarantinedRecord] = []
+        dropped: list[bytes] = []
+        for row in sorted(waiting, key=lambda r: (r["ts"], r["tkey"], r["ident"])):
+            schema, table = row["tkey"].split("\x00", 1)
+            where = {"topic": row["topic"] or "", "partition": row["partition"], "offset": row["offset"]}
+            if row["kind"] == "error":
+                quarantined.append(QuarantinedRecord(**where, protocol=self.protocol, reason=row["text"]))
+                dropped.append(row["ident"])
+            elif row["ts"] <= plan.watermark:
+                newest = cache.newest_valid_from(schema, table)
+                if newest is not None and newest > row["ts"]:
+                    # That version will never come (BOOTSTRAP carries the current one): waiting would block.
+                    quarantined.append(QuarantinedRecord(
+                        **where, protocol=self.protocol,
+                        reason=f"row {schema}.{table}@{row['ts']}: its schema version was never delivered "
+                               "(only newer ones)"))
+                    dropped.append(row["ident"])
+                else:
+                    hold = row["ts"] - 1 if hold is None else min(hold, row["ts"] - 1)
+        if hold is not None and hold < plan.limit:
+            plan = plan_batch(meta, self.state, subscription, self.protocol, hold=hold)
+            self._name_schemas(cache, plan)
+        plan.quarantined.extend(quarantined)
+        return plan, dropped
 
     def _apply_level(self, changes: Any, plan: BatchPlan, level: int, segments: list[dict[str, Any]]) -> None:
         from pyspark.sql import functions as F
@@ -321,7 +428,8 @@ class DistributedReplicator:
             self.replica.apply(ApplyUnit(kind="quarantine", quarantined=tuple(records),
                                          consistent_ts=self.replica.consistent_ts))
 
-    def _next_state(self, plan: BatchPlan, released: int, new_rows: int, read_rows: int) -> ConsumerState:
+    def _next_state(self, plan: BatchPlan, released: int, new_rows: int, read_rows: int,
+                    schemas: list[Any]) -> ConsumerState:
         stats = msgspec.structs.replace(self.state.stats)
         stats.records += plan.records
         stats.rows_buffered += new_rows
@@ -336,10 +444,10 @@ class DistributedReplicator:
         stats.quarantined += len(plan.quarantined)
         return ConsumerState(protocol=self.protocol, next_offsets=plan.next_offsets, resolved=plan.resolved,
                              released_ts=plan.limit, next_seq=self.state.next_seq, rows=[], ddls=plan.pending_ddls,
-                             schemas=self.state.schemas, stats=stats, quarantine_marks=plan.quarantine_marks)
+                             schemas=schemas, stats=stats, quarantine_marks=plan.quarantine_marks)
 
     def _clean_staging(self, committed: int) -> None:
-        root = self.replica.store.internal_path("staging")
+        root = Path(str(self.replica.store.internal_path("staging")))  # local: see SparkReplication
         if not root.is_dir():
             return
         for folder in root.iterdir():
@@ -371,7 +479,7 @@ def _net_change(rows: Any) -> Any:
 
     fresh = (F.col("ts") * 2) > F.col("held")
     order = F.struct("ts", "rank", "sub", (~F.col("staged")).cast("int").alias("new"), "offset", "idx")
-    common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "offset", "idx", "held"]
+    common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "offset", "idx", "held", "op"]
     deletes = (rows.where((F.col("op") == "delete") | ((F.col("op") == "update") & F.col("pre").isNotNull()))
                .where(F.col("pre").isNotNull())
                .select(*common, F.col("pre_h").alias("h"), F.lit("delete").alias("act"), F.lit(0).alias("sub"),
@@ -382,7 +490,7 @@ def _net_change(rows: Any) -> Any:
                        F.col("post").alias("img"), F.lit(1).alias("primary"), F.lit(1).alias("delta")))
     actions = deletes.unionByName(upserts).withColumn("fresh", fresh)
     return (actions.groupBy("tkey", "h")
-            .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko"), order).alias("w"),
+            .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko", "op"), order).alias("w"),
                  F.sum(F.when(F.col("fresh"), F.col("primary")).otherwise(0)).alias("fresh"),
                  F.sum(F.when(~F.col("fresh"), F.col("primary")).otherwise(0)).alias("stale"),
                  F.sum(F.when(F.col("fresh"), F.col("delta")).otherwise(0)).alias("net"))

@@ -28,17 +28,17 @@ import pyarrow as pa
 from pyticdc.arrow.rows import new_decoder, row_images, table_info_json
 from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, image_handle
 from pyticdc.errors import DecodeError
-from pyticdc.model import DDLEvent, Op, RowChange, TableInfo, Watermark
+from pyticdc.model import Bootstrap, DDLEvent, Op, RowChange, TableInfo, Watermark
 
-__all__ = ["CHANGE_SCHEMA", "DECODED_SCHEMA", "change_values", "decode_records", "info_id", "mark_changes",
-           "tkey"]
+__all__ = ["CHANGE_SCHEMA", "DECODED_SCHEMA", "change_values", "decode_records", "held_values", "info_id",
+           "mark_changes", "resolve_held", "tkey"]
 
 #: Exceptions a buggy decoder may leak on hostile bytes (as the consumer engine treats them).
 _DECODER_BUGS: Final = (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError, OverflowError,
                         RecursionError)
 
 _FIELDS: Final = [
-    ("kind", pa.string()),          # row | ddl | wm | error | line | info | part
+    ("kind", pa.string()),          # row | held | ddl | wm | boot | error | line | info | part
     ("topic", pa.string()),
     ("partition", pa.int32()),
     ("offset", pa.int64()),
@@ -123,6 +123,54 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None) -> dict[s
     }
 
 
+def held_values(row: RowChange) -> dict[str, Any]:
+    """The fields of a row decoded before its schema is known (Simple): the row itself travels pickled."""
+    return {"kind": "held", "tkey": tkey(row.schema, row.table), "ts": row.commit_ts, "op": row.op.value,
+            "rank": OP_RANK[row.op], "ident": _digest(change_identity(row)), "raw_value": pickle.dumps(row)}
+
+
+def resolve_held(batches: Iterator[pa.RecordBatch],
+                 versions: Sequence[tuple[int, TableInfo]]) -> Iterator[pa.RecordBatch]:
+    """Held rows whose schema ``versions`` (valid-from ts, TableInfo) now know → change rows; others unchanged.
+
+    A held row its schema cannot type becomes an ``error`` row (its reason in ``text``), as the consumer
+    engine quarantines it; rows of other kinds pass through.
+    """
+    from pyticdc.codec.simple import resolve_row
+    from pyticdc.consumer.schemas import SchemaCache
+
+    cache = SchemaCache()
+    for valid_from, known in versions:
+        cache.learn(known, valid_from)
+    for batch in batches:
+        kinds = batch.column("kind").to_pylist()
+        if "held" not in kinds:
+            yield batch
+            continue
+        out = _Out()
+        for values in batch.to_pylist():
+            if values["kind"] != "held":
+                out.add(values)
+                continue
+            row: RowChange = pickle.loads(values["raw_value"])
+            version = row.schema_version or (row.table_info.schema_version if row.table_info is not None else 0)
+            info = cache.lookup(row.schema, row.table, row.commit_ts, version)
+            where = {k: values[k] for k in ("topic", "partition", "offset", "idx")}
+            if info is None:
+                out.add(values)
+                continue
+            try:
+                resolved = resolve_row(row, info)
+            except (DecodeError, *_DECODER_BUGS) as exc:
+                out.add({**where, "kind": "error", "tkey": values["tkey"], "ts": values["ts"], "ident": values["ident"],
+                         "text": f"row {row.schema}.{row.table}@{row.commit_ts} unreadable with schema version "
+                                 f"{info.schema_version}: {exc}"})
+                continue
+            out.add({**where, **change_values(resolved)})
+        if out.size:
+            yield out.batch()
+
+
 class _Out:
     """Column lists of the output batch."""
 
@@ -195,8 +243,13 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
     for index, event in enumerate(events):
         here = {**where, "idx": index}
         if isinstance(event, RowChange):
-            out.add({**here, **change_values(event, infos)})
+            if event.table_info is None or not event.table_info.columns:
+                out.add({**here, **held_values(event)})
+            else:
+                out.add({**here, **change_values(event, infos)})
             rows += 1
+        elif isinstance(event, Bootstrap):
+            out.add({**here, "kind": "boot", "raw_value": pickle.dumps(event)})
         elif isinstance(event, Watermark):
             out.add({**here, "kind": "wm", "ts": event.resolved_ts})
         elif isinstance(event, DDLEvent):
@@ -271,7 +324,8 @@ def ordered_steps(watermarks: Sequence[tuple[int, int, int]]) -> tuple[list[tupl
 
 def decoded_row(row: RowChange) -> dict[str, Any]:
     """A buffered row of a driver-engine state as a staged change row (switching engines)."""
-    return {**change_values(row), "topic": "", "partition": -1, "offset": -1, "idx": 0, "staged": True, "level": 0}
+    values = held_values(row) if row.table_info is None or not row.table_info.columns else change_values(row)
+    return {**values, "topic": "", "partition": -1, "offset": -1, "idx": 0, "staged": True, "level": 0}
 
 
 def op_of(text: str) -> Op:

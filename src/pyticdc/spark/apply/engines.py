@@ -13,6 +13,7 @@ driver engine's (:mod:`pyticdc.replica.store`): a re-run skips what a table hold
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +29,23 @@ from pyticdc.errors import ReplicaError
 from pyticdc.model import ColumnInfo, TableInfo
 from pyticdc.replica.applier import DeltaReplica, _layout, _reconcile, _widen_decimal
 from pyticdc.replica.ddl import TableKey, rename_table_info
-from pyticdc.replica.progress import TableEntry
-from pyticdc.replica.projection import COMMIT_TS, DIGEST, OP, ROWID, add_digests, evolve, replica_schema
-from pyticdc.replica.store import DeltaStore, ddl_position
+from pyticdc.replica.modelling import IS_DELETED, Modelling
+from pyticdc.replica.progress import TableEntry, tso_time
+from pyticdc.replica.projection import (
+    COMMIT_TS,
+    DIGEST,
+    METADATA_TYPES,
+    OP,
+    ROWID,
+    add_digests,
+    evolve,
+    replica_schema,
+)
+from pyticdc.replica.store import SHAPE, DeltaStore, ddl_position
 
 __all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "apply_groups"]
 
-_TSO: Final = pa.decimal128(20, 0)
+_TSO: Final = pa.int64()  # _commit_ts is bigint (pyticdc.replica.projection)
 #: One row per table segment applied.
 RESULT_SCHEMA: Final = pa.schema([
     ("tkey", pa.string()), ("applied", pa.int64()), ("skipped", pa.int64()), ("actions", pa.int64()),
@@ -56,15 +67,37 @@ class SegmentTask:
     time_zone: str
     app_id: str
     storage_options: Mapping[str, str] | None
+    #: Opt-in metadata columns and soft deletes (:class:`pyticdc.replica.modelling.Modelling`; key overrides are
+    #: refused before this engine runs).
+    metadata_columns: tuple[str, ...] = ()
+    soft_delete: bool = False
+
+    @property
+    def modelling(self) -> Modelling:
+        """The modelling of the table (what the driver's :class:`SegmentReplica` was given)."""
+        return Modelling(metadata_columns=self.metadata_columns, soft_delete=self.soft_delete)
 
 
-def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest: bool, time_zone: str) -> pa.Table:
+def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest: bool, time_zone: str,
+             modelling: Modelling | None = None) -> pa.Table:
+    # As pyticdc.replica.projection.merge_source, from the reduced rows' image texts: soft deletes carry their
+    # image as action "soft" (shape 0 when complete, -1 when not: never inserted, only flagged).
+    modelling = modelling or Modelling()
+    soft = modelling.soft_delete
     images = [orjson.loads(r["img"]) if r["img"] else {} for r in rows]
     marks = [frozenset(orjson.loads(r["marks"])) if r["marks"] else frozenset() for r in rows]
     typed = typed_arrays(images, marks, info, time_zone=time_zone)
-    schema = replica_schema(info, rowid=rowid, digest=digest)
-    arrays: list[pa.Array] = [pa.array(["upsert" if r["act"] == "upsert" else "delete" for r in rows], pa.string())]
+    schema = replica_schema(info, rowid=rowid, digest=digest, modelling=modelling)
+    deleted = [r["act"] != "upsert" for r in rows]
+    kinds = [("soft" if soft else "delete") if gone else "upsert" for gone in deleted]
+    arrays: list[pa.Array] = [pa.array(kinds, pa.string())]
     names = [OP]
+    if soft:
+        columns = [c.name for c in info.columns]
+        arrays.append(pa.array([-1 if gone and not all(c in image for c in columns) else 0
+                                for gone, image in zip(deleted, images)], pa.int32()))
+        names.append(SHAPE)
+    now = dt.datetime.now(dt.timezone.utc)
     for field in schema:
         if field.name == COMMIT_TS:
             arrays.append(pa.array([r["ts"] for r in rows], _TSO))
@@ -72,13 +105,22 @@ def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest
             arrays.append(pa.array([r["row_id"] or None for r in rows], pa.int64()))
         elif field.name == DIGEST:
             continue
+        elif field.name == "_op":
+            arrays.append(pa.array(["delete" if gone else r.get("op") or "insert" for gone, r in zip(deleted, rows)],
+                                   pa.string()))
+        elif field.name == "_commit_time":
+            arrays.append(pa.array([tso_time(r["ts"]) for r in rows], METADATA_TYPES["_commit_time"]))
+        elif field.name == "_ingested_at":
+            arrays.append(pa.array([now] * len(rows), METADATA_TYPES["_ingested_at"]))
+        elif field.name == IS_DELETED:
+            arrays.append(pa.array(deleted, pa.bool_()))
         else:
             arrays.append(typed[field.name])
         names.append(field.name)
     table = pa.Table.from_arrays(arrays, names=names)
     if digest:
-        table = add_digests(table)
-    return table.select([OP, *schema.names])
+        table = add_digests(table, modelling)
+    return table.select([*names[:2 if soft else 1], *schema.names])
 
 
 def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaStore) -> dict[str, Any]:
@@ -107,9 +149,11 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
         return result
     path = Path(task.path)
     digest = task.strategy == "image"
+    modelling = task.modelling
     while True:
         try:
-            source = _project(actions, info, rowid=task.rowid, digest=digest, time_zone=task.time_zone)
+            source = _project(actions, info, rowid=task.rowid, digest=digest, time_zone=task.time_zone,
+                              modelling=modelling)
             break
         except ValueError as exc:
             widened = _widen_decimal(info, str(exc))
@@ -117,15 +161,17 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
                 raise ReplicaError(f"{info.qualified_name}: {exc}") from None
             info = widened
     current = store.schema(path)
-    wanted = replica_schema(info, rowid=task.rowid, digest=digest)
+    wanted = replica_schema(info, rowid=task.rowid, digest=digest, modelling=modelling)
     if _layout(current) != _layout(wanted):
         # As the driver engine: a layout change keeping every row (hidden column, learnt column, wider DECIMAL),
         # rewritten at the position the table has, so a replay sees it done or redoes it.
-        data = evolve(store.read(path), info, rowid=task.rowid, digest=digest, time_zone=task.time_zone)
+        data = evolve(store.read(path), info, rowid=task.rowid, digest=digest, time_zone=task.time_zone,
+                      modelling=modelling)
         store.overwrite(path, data, position=task.held)
         result["rewrites"] = 1
     on = list(task.key_columns) if task.strategy == "key" else [ROWID if task.strategy == "rowid" else DIGEST]
-    store.merge(path, source, on=on, position=task.position)
+    soft_columns = [COMMIT_TS, *modelling.row_columns] if modelling.soft_delete else None
+    store.merge(path, source, on=on, position=task.position, soft_columns=soft_columns)
     result.update(merged=True, info=table_info_json(info))
     return result
 
@@ -210,7 +256,8 @@ class SegmentReplica(DeltaReplica):
         return SegmentTask(path=str(path), info=table_info_json(entry.info), held=self.store.position(path),
                            position=position, rowid=ROWID in current.names or any_rowid, strategy=strategy,
                            key_columns=columns, time_zone=self.time_zone, app_id=self.store.app_id,
-                           storage_options=self.store.storage_options)
+                           storage_options=self.store.storage_options,
+                           metadata_columns=self.modelling.metadata_columns, soft_delete=self.modelling.soft_delete)
 
     def finish(self, key: TableKey, task: SegmentTask, result: Mapping[str, Any], strategy: str,
                key_columns: tuple[str, ...]) -> None:

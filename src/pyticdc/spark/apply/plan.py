@@ -46,6 +46,8 @@ class BatchPlan:
     """What one batch releases and how (see module docstring)."""
 
     limit: int
+    #: The global watermark (``limit`` is lower while rows wait for their schema).
+    watermark: int
     released_before: int
     next_offsets: dict[TopicPartition, int]
     resolved: dict[TopicPartition, int]
@@ -73,8 +75,11 @@ class BatchPlan:
 
 
 def plan_batch(meta: Iterable[Mapping[str, Any]], state: ConsumerState, subscription: Iterable[TopicPartition],
-               protocol: str) -> BatchPlan:
-    """The plan of a batch from its metadata rows and the committed consumer state."""
+               protocol: str, hold: int | None = None) -> BatchPlan:
+    """The plan of a batch from its metadata rows and the committed consumer state.
+
+    ``hold``: release nothing above it (rows waiting for their schema), as the consumer engine holds.
+    """
     tps = list(subscription)
     offsets = {tp: state.next_offsets.get(tp, 0) for tp in tps}
     initial = {tp: state.resolved.get(tp, 0) for tp in tps}
@@ -118,7 +123,7 @@ def plan_batch(meta: Iterable[Mapping[str, Any]], state: ConsumerState, subscrip
         resolved[tp] = high
     released = state.released_ts
     watermark = min(resolved.values()) if resolved else 0
-    limit = max(watermark, released)
+    limit = max(released, watermark if hold is None else min(watermark, hold))
     marks = Marks(steps, initial, released, {}, ([], []))
     # DDL: re-sends (at or below the partition's resolved ts where read) and broadcast copies dropped.
     known: dict[tuple[int, str], DDLEvent] = {(d.commit_ts, d.query): d for d in state.ddls}
@@ -142,7 +147,8 @@ def plan_batch(meta: Iterable[Mapping[str, Any]], state: ConsumerState, subscrip
             marks_q[tp] = row["offset"] + 1
             quarantined.append(QuarantinedRecord(topic=tp[0], partition=tp[1], offset=row["offset"], protocol=protocol,
                                                  reason=row["text"], key=row["raw_key"], value=row["raw_value"]))
-    return BatchPlan(limit=limit, released_before=released, next_offsets=offsets, resolved=resolved, marks=marks,
+    return BatchPlan(limit=limit, watermark=watermark, released_before=released, next_offsets=offsets,
+                     resolved=resolved, marks=marks,
                      ddls=waves, pending_ddls=pending, quarantined=quarantined, lines=lines, quarantine_marks=marks_q,
                      infos=plan_infos, records=records, watermarks=fresh, watermarks_stale=stale,
                      ddls_replayed=replayed, ddls_duplicate=duplicate)
