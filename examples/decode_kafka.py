@@ -13,6 +13,7 @@ says so on stderr and exits 3. A capture file needs no connector: its records (`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -76,4 +77,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # A streaming query leaves PySpark's callback-server threads and Arrow's native thread pools
+    # behind; tearing them down at interpreter exit can abort (exit 134) after all work is done
+    # and committed. The output is flushed, so leave without that teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,5 +1,5 @@
 """``python -m pyticdc``."""
 
-from pyticdc.cli import main
+from pyticdc.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -44,6 +44,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def entry() -> None:
+    """The ``pyticdc`` program: run the command line and exit with its status."""
+    status = main()
+    if "pyspark" in sys.modules:
+        # After a Spark job (above all a streaming one), PySpark's callback-server threads and
+        # Arrow's native thread pools outlive the command; their teardown at interpreter exit can
+        # abort the process (exit 134) after the work is done and committed. Output is flushed,
+        # so leave without that teardown.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing more to say there
+                pass
+        os._exit(status)
+    sys.exit(status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
