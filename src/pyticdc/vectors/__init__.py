@@ -81,13 +81,21 @@ def vector_files(paths: Iterable[Path]) -> list[tuple[Path, dict[str, Any]]]:
     found: list[tuple[Path, dict[str, Any]]] = []
     for path in paths:
         if not path.is_dir():
-            found.append((path, load_vector_file(path)))
+            if not _is_schema_file(path):  # named beside the cases (a shell glob), as the old runner took it
+                found.append((path, load_vector_file(path)))
             continue
-        files = [f for f in sorted(path.glob("*.json")) if not f.name.endswith("schema.message.json")]
+        files = [f for f in sorted(path.glob("*.json")) if not _is_schema_file(f)]
         if not files:
             raise ConfigError(f"{path}: no vector files (*.json) in this directory")
         found.extend((file, load_vector_file(file)) for file in files)
+    if not found:
+        raise ConfigError("no vector files among the paths given")
     return found
+
+
+def _is_schema_file(path: Path) -> bool:
+    # The Simple Avro schema the Avro cases name (schema_file), not a case file.
+    return path.name.endswith("schema.message.json")
 
 
 def check_file(path: Path, meta: dict[str, Any] | None = None) -> list[CaseResult]:
