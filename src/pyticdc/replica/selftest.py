@@ -64,6 +64,54 @@ class _Crashes:
                 raise SimulatedCrash(point)
 
 
+def log_partition_counts(logs: Mapping[tuple[str, int], Any]) -> dict[str, int]:
+    """Topic → partition count of produced logs keyed by (topic, partition), empty partitions included."""
+    counts: dict[str, int] = {}
+    for topic, partition in logs:
+        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    return counts
+
+
+class TruthCheck:
+    """The Delta replica in ``warehouse`` against the truth, transformed by ``modelling``, at a consistent ts."""
+
+    def __init__(self, label: str, warehouse: Path, history: Any, projector: Any, time_zone: str,
+                 modelling: Modelling | None) -> None:
+        self.label, self.warehouse, self.history, self.projector = label, warehouse, history, projector
+        self.time_zone, self.modelling = time_zone, modelling
+        #: How many comparisons passed.
+        self.checks = 0
+
+    def __call__(self, consistent_ts: int, where: str) -> None:
+        """Compare at ``consistent_ts``; OracleMismatch naming ``where`` and the first difference."""
+        truth = self.history.truth_at(consistent_ts)
+        difference = compare_replica(self.warehouse, self.projector.snapshot(truth),
+                                     {k: t.info for k, t in truth.items()}, time_zone=self.time_zone,
+                                     modelling=self.modelling)
+        if difference is not None:
+            raise OracleMismatch(f"{self.label}: {where} the Delta replica differs from the truth at "
+                                 f"consistent_ts={consistent_ts}: {difference}")
+        self.checks += 1
+
+    def finish(self, consistent_ts: int, garbage: int) -> int:
+        """The end of a run: at the final watermark, no table ahead of the progress, equal to the truth, and
+        exactly the ``garbage`` records quarantined; returns the quarantined count."""
+        final_ts = self.history.final_resolved_ts
+        if consistent_ts != final_ts:
+            raise OracleMismatch(f"{self.label}: replication ended at consistent_ts={consistent_ts}, not at the "
+                                 f"final watermark {final_ts}")
+        unsettled = unsettled_tables(self.warehouse)
+        if unsettled:
+            raise OracleMismatch(f"{self.label}: tables ahead of the committed progress at the end: {unsettled}")
+        self(consistent_ts, "at the end")
+        store = DeltaStore(self.warehouse)
+        quarantined = store.count(store.internal_path("quarantine"))
+        if quarantined != garbage:
+            raise OracleMismatch(f"{self.label}: {quarantined} records quarantined, {garbage} garbage "
+                                 "records injected")
+        return quarantined
+
+
 def check_history_on_delta(
     history: Any, protocol: str, options: Mapping[str, Any] | None = None, *, plan: Any = None, seed: int = 0,
     partitions: int = 3, rules: Sequence[Mapping[str, Any]] = (), modelling: Modelling | None = None,
@@ -89,23 +137,14 @@ def check_history_on_delta(
     projector = TruthProjector(make_encoder(protocol, options, clock=clock))
     time_zone = str(options.get("time-zone", "UTC"))
     label = f"{protocol} seed={history.seed}/{seed}"
-    counts: dict[str, int] = {}
-    for topic, partition in logs:
-        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    counts = log_partition_counts(logs)
     crashes = _Crashes(plan.crashes, rng)
     own = workdir is None
     root = Path(tempfile.mkdtemp(prefix="pyticdc-delta-oracle-")) if workdir is None else Path(workdir)
     warehouse = root / "warehouse"
     size = max(20, len(stream) // max(1, batches))
 
-    def check(consistent_ts: int, where: str) -> None:
-        truth = history.truth_at(consistent_ts)
-        difference = compare_replica(warehouse, projector.snapshot(truth), {k: t.info for k, t in truth.items()},
-                                     time_zone=time_zone, modelling=modelling)
-        if difference is not None:
-            raise OracleMismatch(f"{label}: {where} the Delta replica differs from the truth at "
-                                 f"consistent_ts={consistent_ts}: {difference}")
-        report.checks += 1
+    check = TruthCheck(label, warehouse, history, projector, time_zone, modelling)
 
     try:
         shutil.rmtree(warehouse, ignore_errors=True)
@@ -123,18 +162,8 @@ def check_history_on_delta(
             except SimulatedCrash:
                 final = None  # the process died: a new one starts from what the warehouse holds
         report.crashes = list(crashes.happened)
-        if final.consistent_ts != history.final_resolved_ts:
-            raise OracleMismatch(f"{label}: replication ended at consistent_ts={final.consistent_ts}, not at the "
-                                 f"final watermark {history.final_resolved_ts}")
-        unsettled = unsettled_tables(warehouse)
-        if unsettled:
-            raise OracleMismatch(f"{label}: tables ahead of the committed progress at the end: {unsettled}")
-        check(final.consistent_ts, "at the end")
-        store = DeltaStore(warehouse)
-        report.quarantined = store.count(store.internal_path("quarantine"))
-        if report.quarantined != plan.garbage:
-            raise OracleMismatch(f"{label}: {report.quarantined} records quarantined, {plan.garbage} garbage "
-                                 "records injected")
+        report.quarantined = check.finish(final.consistent_ts, plan.garbage)
+        report.checks = check.checks
     finally:
         if own:
             shutil.rmtree(root, ignore_errors=True)

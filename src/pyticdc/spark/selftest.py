@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from pyticdc.errors import OracleMismatch
 from pyticdc.model import physical_ms
 from pyticdc.replica.applier import SimulatedCrash
+from pyticdc.replica.selftest import TruthCheck, log_partition_counts
 
 __all__ = ["CRASH_POINTS", "CrashPlan", "SparkOracleReport", "check_history_on_spark"]
 
@@ -108,8 +108,7 @@ def check_history_on_spark(
     """
     from pyticdc.codec import make_encoder
     from pyticdc.io.capture import write_capture
-    from pyticdc.replica.check import compare_replica, unsettled_tables
-    from pyticdc.replica.store import DeltaStore
+    from pyticdc.replica.check import unsettled_tables
     from pyticdc.sim import FaultPlan, TruthProjector, inject, interleave, produce, with_offsets
     from pyticdc.spark.replication import ReplicationSource, SparkReplication
 
@@ -139,14 +138,7 @@ def check_history_on_spark(
         label = f"{protocol} seed={history.seed}/{seed}"
         time_zone = str(options.get("time-zone", "UTC"))
 
-        def check(consistent_ts: int, where: str) -> None:
-            truth = history.truth_at(consistent_ts)
-            difference = compare_replica(warehouse, projector.snapshot(truth), {k: t.info for k, t in truth.items()},
-                                         time_zone=time_zone, modelling=modelling)
-            if difference is not None:
-                raise OracleMismatch(f"{label}: {where} the Delta replica differs from the truth at "
-                                          f"consistent_ts={consistent_ts}: {difference}")
-            report.checks += 1
+        check = TruthCheck(label, warehouse, history, projector, time_zone, modelling)
 
         def on_batch(batch: Any) -> None:
             report.batches += 1
@@ -162,7 +154,7 @@ def check_history_on_spark(
         else:
             source = ReplicationSource.capture(protocol, options, capture)
         size = max(20, len(stream) // max(1, batches))
-        counts = {topic: count for topic, count in _partition_counts(logs).items()}
+        counts = log_partition_counts(logs)
         final = None
         while True:
             job = SparkReplication(spark, source, warehouse, batch_records=size, hook=crash_plan.hook,
@@ -174,27 +166,10 @@ def check_history_on_spark(
             final = reports[-1]
             break
         report.crashes = list(crash_plan.happened)
-        if final.consistent_ts != history.final_resolved_ts:
-            raise OracleMismatch(f"{label}: replication ended at consistent_ts={final.consistent_ts}, not at "
-                                      f"the final watermark {history.final_resolved_ts}")
-        unsettled = unsettled_tables(warehouse)
-        if unsettled:
-            raise OracleMismatch(f"{label}: tables ahead of the committed progress at the end: {unsettled}")
-        check(final.consistent_ts, "at the end")
-        store = DeltaStore(warehouse)
-        report.quarantined = store.count(store.internal_path("quarantine"))
-        if report.quarantined != plan.garbage:
-            raise OracleMismatch(f"{label}: {report.quarantined} records quarantined, {plan.garbage} garbage "
-                                      "records injected")
+        report.quarantined = check.finish(final.consistent_ts, plan.garbage)
+        report.checks = check.checks
     finally:
         if own:
             shutil.rmtree(root, ignore_errors=True)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _partition_counts(logs: Mapping[tuple[str, int], Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for topic, partition in logs:
-        counts[topic] = max(counts.get(topic, 0), partition + 1)
-    return counts
