@@ -133,6 +133,7 @@ def parse_json(data: bytes) -> Wire:
 
 
 def _read_avro_values(reader: AvroReader, tagged: bool) -> dict[str, Any]:
+    # Untagged (the decoder): the fast loop. Tagged (explain): each value with its union branch.
     if not tagged:
         return _read_avro_values_fast(reader)
     values: dict[str, Any] = {}
@@ -156,13 +157,10 @@ def _read_avro_values(reader: AvroReader, tagged: bool) -> dict[str, Any]:
                 value = reader.float32()
             elif branch == _I_TIMESTAMP:
                 location = reader.string()
-                value = reader.string()
-                if tagged:
-                    value = {"location": location, "value": value}
+                value = {"location": location, "value": reader.string()}
             else:  # UnsignedBigint: the uint64 written as int64
-                value = reader.long()
-                value = {"value": value} if tagged else value & MASK64
-            values[name] = (branch, value) if tagged else value
+                value = {"value": reader.long()}
+            values[name] = (branch, value)
         count = reader.block_count()
     return values
 
