@@ -110,9 +110,11 @@ def start_kafka(jars: Path, java: str, timeout: float = 60.0) -> KafkaJvmBroker:
     properties = workdir / "server.properties"
     properties.write_text(SERVER_PROPERTIES.format(port=port, controller=controller, data=workdir / "data"))
     classpath = os.path.join(str(jars), "*")
+    # Kafka's cluster ids are URL-safe base64 and may start with "-": pass it as --cluster-id=ID so
+    # the option parser does not read it as an option.
     cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     formatted = subprocess.run(
-        [java, *JVM_OPTIONS, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", cluster,
+        [java, *JVM_OPTIONS, "-cp", classpath, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster}",
          "-c", str(properties)], capture_output=True, text=True, timeout=timeout)
     if formatted.returncode != 0:
         shutil.rmtree(workdir, ignore_errors=True)
