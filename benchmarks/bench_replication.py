@@ -222,8 +222,16 @@ def run_pyticdc(spark: Any, capture: Path, warehouse: Path, batch_records: int,
                            batch_records=batch_records, engine=engine,
                            on_batch=lambda r: print(f"    batch {r.version}: {r.records:,} records, "
                                                     f"{r.rows_applied:,} rows in {r.seconds:.1f}s", file=sys.stderr))
+    spark.sparkContext.setJobGroup("pyticdc-bench", "replication")
     reports = job.run()
-    return time.perf_counter() - started, len(reports)
+    seconds = time.perf_counter() - started
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup("pyticdc-bench"))
+    timings = getattr(job.replicator(), "timings", {})
+    spent = ", ".join(f"{stage} {value:.1f}s" for stage, value in timings.items())
+    print(f"    {engine}: {len(reports)} batches, {jobs} Spark jobs ({jobs / max(1, len(reports)):.1f} per batch); "
+          f"{spent}", file=sys.stderr)
+    spark.sparkContext.setJobGroup("other", "other")
+    return seconds, len(reports)
 
 
 def run_baseline(spark: Any, capture: Path, output: Path) -> float:
@@ -345,6 +353,9 @@ def scaling(args: argparse.Namespace) -> int:
             print(done.stderr[-4000:], file=sys.stderr)
             return 1
         results[master] = json.loads(done.stdout.strip().splitlines()[-1])
+        for line in done.stderr.splitlines():
+            if line.startswith("    "):  # the worker's per-batch and per-stage lines
+                print(f"  {master}{line}", file=sys.stderr)
         print(f"  {master}: {results[master]}", file=sys.stderr)
     one, two = results["local[1]"], results["local[2]"]
     rows = two["rows"]

@@ -109,15 +109,17 @@ def spark():  # type: ignore[no-untyped-def]
     """One local SparkSession (local[2], UI off, UTC) with the pyticdc data source, for the whole session.
 
     With the provisioned jars on its classpath (Spark's ``format("kafka")``, delta-spark) when there are any:
-    one session serves the ``jvm`` tests and the others.
+    one session serves the ``jvm`` tests and the others (with Delta on Spark's extension and catalog when the
+    delta-spark jar is there: they are static, fixed when the session is created).
     """
     pytest.importorskip("pyspark")
     from pyticdc.spark.session import spark_session
 
+    jars = _spark_jars()
     session = spark_session("pyticdc-tests", "local[2]", {
         "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
-    }, jars=_spark_jars())
+    }, jars=jars, delta=any(Path(jar).name.startswith("delta-spark_") for jar in jars))
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -52,3 +52,17 @@ def test_storage_option_without_value_is_a_usage_error(tmp_path: Path, capsys: p
     code = main(["replicate", "--from", str(capture), "-p", "craft", "--to", "s3://b/wh", "--storage-option", "x"])
     assert code == 2
     assert "KEY=VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["distributed", "delta-spark"])
+def test_distributed_engines_to_an_object_store_are_refused_before_the_store_is_contacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, engine: str,
+) -> None:
+    capture = tmp_path / "c.jsonl"
+    capture.write_text("")
+    # An endpoint nothing listens on: contacting it would say "cannot reach", not the engine's limit.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    code = main(["replicate", "--from", str(capture), "-p", "craft", "--to", "s3://bucket/wh", "--engine", engine])
+    assert code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "local or mounted warehouses only" in lines[0] and "--engine driver" in lines[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
 from collections import Counter
@@ -203,7 +204,9 @@ def test_a_row_carrying_only_its_handle_is_a_partial_upsert() -> None:
 def test_replica_schema_and_projection_types() -> None:
     info = _info("t_comp")
     schema = replica_schema(info, rowid=True, digest=False)
-    assert schema.names[:2] == ["_commit_ts", ROWID]
+    # _commit_ts and its physical time are in every replica table, before the hidden columns.
+    assert schema.names[:3] == ["_commit_ts", "_commit_time", ROWID]
+    assert schema.field("_commit_time").type == pa.timestamp("us", tz="UTC")
     assert schema.field("c_time").type == pa.int64()  # Delta has no interval type: microseconds
     assert schema.field("c_datetime").type == pa.timestamp("us")
     row = RowChange(op=Op.INSERT, schema="s", table="t_comp", commit_ts=2**62 + 1, table_info=info, row_id=5,
@@ -211,6 +214,7 @@ def test_replica_schema_and_projection_types() -> None:
     net = net_change([row])
     typed = project_changes(net, info, rowid=True).to_pylist()[0]
     assert typed["_pyticdc_action"] == "upsert" and typed["_commit_ts"] == Decimal(2**62 + 1) and typed[ROWID] == 5
+    assert typed["_commit_time"] == dt.datetime.fromtimestamp((2**62 >> 18) / 1000, dt.timezone.utc)
     assert typed["c_time"] == -3020399000000
     assert (typed["k2"], typed["c_enum"], typed["c_set"]) == ("a", "green", "a,c")
 
@@ -219,7 +223,9 @@ def test_evolve_fills_defaults_renames_converts_and_refuses_lossy_changes() -> N
     before = TableInfo(schema="s", table="t", columns=(
         ColumnInfo(name="id", type_code=3, flags=int(ColumnFlag.PRIMARY_KEY)),
         ColumnInfo(name="v", type_code=15, charset="utf8mb4")))
-    data = pa.table({"_commit_ts": pa.array([Decimal(1), Decimal(2)], pa.decimal128(20, 0)),
+    # Written before _commit_time was always there: it is added from each row's commit ts.
+    first, second = 1_700_000_000_123 << 18 | 7, 1_700_000_000_456 << 18
+    data = pa.table({"_commit_ts": pa.array([Decimal(first), Decimal(second)], pa.decimal128(20, 0)),
                      "id": pa.array([1, 2], pa.int32()), "v": ["a", "12"]})
     after = msgspec.structs.replace(before, columns=(
         msgspec.structs.replace(before.columns[0], type_code=8),  # INT → BIGINT
@@ -227,6 +233,9 @@ def test_evolve_fills_defaults_renames_converts_and_refuses_lossy_changes() -> N
         msgspec.structs.replace(before.columns[1], name="n", type_code=3, charset="binary")))
     out = evolve(data, after, rowid=False, digest=True, defaults={"n": "7"}, renamed={"v": "w"})
     assert out.schema.field("id").type == pa.int64()
+    assert out.column("_commit_time").to_pylist() == [
+        dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=dt.timezone.utc),
+        dt.datetime(2023, 11, 14, 22, 13, 20, 456000, tzinfo=dt.timezone.utc)]
     assert out.column("w").to_pylist() == ["a", "12"] and out.column("n").to_pylist() == [7, 7]
     assert len(set(out.column(DIGEST).to_pylist())) == 2
     lossy = msgspec.structs.replace(before, columns=(before.columns[0], msgspec.structs.replace(

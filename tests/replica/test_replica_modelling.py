@@ -68,8 +68,8 @@ def _rows(warehouse: Path, table: str = "t_np") -> list[dict[str, Any]]:
 def test_options_are_validated_before_any_work() -> None:
     with pytest.raises(ConfigError, match="unknown metadata column '_nope'"):
         Modelling.parse(metadata_columns="_op,_nope")
-    with pytest.raises(ConfigError, match="no Kafka position"):
-        Modelling.parse(metadata_columns="_source_offset")
+    # Record positions are kept per row by the driver engine only (tests/replica/test_replica_mapping.py).
+    assert Modelling.parse(metadata_columns="_source_offset").driver_only == ("_source_* metadata columns",)
     with pytest.raises(ConfigError, match=r"expected SCHEMA\.TABLE=COLUMN"):
         Modelling.parse(keys=["shop.orders"])
     with pytest.raises(ConfigError, match=r"table-key shop\.\[: "):
@@ -81,7 +81,10 @@ def test_options_are_validated_before_any_work() -> None:
     model = Modelling.parse(keys=["shop.order*=order_no,line", "shop.*=id"], metadata_columns="_commit_ts,_op")
     assert model.key_for("shop", "orders") == ("order_no", "line")  # first match wins
     assert model.key_for("shop", "users") == ("id",) and model.key_for("bi", "x") is None
-    assert model.row_columns == ("_op",)  # _commit_ts is always there
+    assert model.row_columns == ("_commit_time", "_op")  # _commit_ts is always there, and _commit_time
+    # Named or not, _commit_time is there; named, it keeps its place (warehouses from when it was opt-in).
+    assert Modelling().row_columns == ("_commit_time",)
+    assert Modelling.parse(metadata_columns="_op,_commit_time").row_columns == ("_op", "_commit_time")
     with pytest.raises(ConfigError, match=r"unknown column\(s\) order_no, line"):
         model.check_table(msgspec.structs.replace(_info("t_np"), schema="shop", table="orders"))
 
@@ -117,6 +120,21 @@ def test_soft_delete_keeps_the_last_image_and_a_reinsert_revives_it(tmp_path: Pa
     rows = _rows(tmp_path)
     assert (rows[0]["code"], rows[0]["n"], rows[0]["_is_deleted"], rows[0]["_op"]) == ("a", 9, False, "insert")
     assert check_modelling(tmp_path, model) is None
+
+
+def test_commit_time_is_always_there_and_older_tables_get_it_on_their_next_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A warehouse written when _commit_time was opt-in: the table has only _commit_ts.
+    with monkeypatch.context() as old:
+        old.setattr(Modelling, "row_columns", property(lambda self: ()))
+        _apply(DeltaReplica(tmp_path), [_change(Op.INSERT, _np("a", 1), None, TS[1])])
+    assert "_commit_time" not in _rows(tmp_path)[0]
+    _apply(DeltaReplica(tmp_path), [_change(Op.INSERT, _np("b", 2), None, TS[3])])
+    rows = _rows(tmp_path)
+    assert [(r["code"], r["_commit_time"]) for r in rows] == [
+        ("a", dt.datetime(2023, 11, 14, 22, 13, 21, tzinfo=dt.timezone.utc)),  # from its _commit_ts
+        ("b", dt.datetime(2023, 11, 14, 22, 13, 23, tzinfo=dt.timezone.utc))]
+    assert check_modelling(tmp_path, Modelling()) is None
 
 
 def test_check_modelling_catches_a_key_both_deleted_and_live(tmp_path: Path) -> None:

@@ -143,3 +143,74 @@ def test_a_hold_for_rows_without_schema_keeps_the_limit_and_the_ddls_after_it_wa
     assert (held.limit, held.watermark) == (29, 50)
     assert [d.commit_ts for _, d in held.ddls] == [20] and held.pending_ddls == [late]
     assert plan_batch(meta, state, [("t", 0)], "simple", hold=5).limit == 10  # never below what was released
+
+
+# --------------------------------------------------------------------------- re-send marks without Python
+def test_carries_chain_the_watermarks_of_earlier_portions_and_refuse_unordered_reads() -> None:
+    from pyticdc.spark.apply.plan import carries
+
+    # Partition 0 read by three tasks (listed out of order), partition 1 by one; committed resolved ts 7 and 0.
+    portions = {("t", 0): [(20, 29, 0, True), (0, 9, 40, True), (10, 19, 30, True)], ("t", 1): [(3, 8, 99, True)]}
+    assert carries(portions, {("t", 0): 7}) == {("t", 0, 0): 7, ("t", 0, 10): 40, ("t", 0, 20): 40, ("t", 1, 3): 0}
+    assert carries({("t", 0): [(0, 9, 5, True), (9, 12, 6, True)]}, {}) is None   # overlapping portions
+    assert carries({("t", 0): [(0, 9, 5, False)]}, {}) is None                   # offsets not increasing
+
+
+@pytest.mark.spark
+def test_spark_marks_drop_and_level_exactly_the_rows_the_python_marks_do(spark: Any) -> None:
+    import functools
+    import random
+
+    import pyarrow as pa
+
+    from pyticdc.sim import FaultPlan, WorkloadConfig, inject, interleave, produce, simulate, with_offsets
+    from pyticdc.spark.apply.batch import level_column, mark_columns
+    from pyticdc.spark.apply.decode import CHANGE_SCHEMA, decode_records, mark_changes
+
+    history = simulate(31, WorkloadConfig(transactions=40))
+    rng = random.Random(31)
+    logs = with_offsets(inject(produce(history, "canal-json", {"enable-tidb-extension": "true"}, topic="t",
+                                       partitions=3), FaultPlan(), rng))
+    stream = interleave(logs, rng)
+    records = [{"key": r.key, "value": r.value, "topic": r.topic, "partition": r.partition, "offset": r.offset}
+               for r in stream]
+    # Four decode tasks over the interleaved stream: every partition is split between tasks.
+    chunks = [records[len(records) * k // 4:len(records) * (k + 1) // 4] for k in range(4)]
+    decode = functools.partial(decode_records, protocol="canal-json", options={"enable-tidb-extension": "true"},
+                               start={})
+    decoded = pa.Table.from_batches([b for chunk in chunks for b in decode(iter([pa.RecordBatch.from_pylist(chunk)]))])
+    meta = decoded.filter(pa.compute.invert(pa.compute.is_in(decoded["kind"], pa.array(["row", "held"])))).to_pylist()
+    # A committed state past the first watermarks, so the carry starts above zero.
+    first_wm = min(r["ts"] for r in meta if r["kind"] == "wm")
+    state = ConsumerState(protocol="canal-json", next_offsets={}, resolved={("t", 1): first_wm}, released_ts=0)
+    plan = plan_batch(meta, state, [("t", p) for p in range(3)], "canal-json")
+    assert plan.carry is not None and len(set(plan.carry.values())) > 1 and plan.ddls
+    rows = decoded.filter(pa.compute.equal(decoded["kind"], "row"))
+    python = pa.Table.from_batches(list(mark_changes(iter(rows.to_batches()), plan.marks, staged=False)),
+                                   schema=CHANGE_SCHEMA)
+    assert 0 < python.num_rows < rows.num_rows  # the restarts re-sent rows that are dropped
+    frame = spark.createDataFrame(rows)
+    sql = mark_columns(spark, frame, plan, False, level_column(plan)).toArrow()
+
+    def keyed(table: pa.Table) -> list[tuple[Any, ...]]:
+        return sorted(zip(*(table.column(c).to_pylist() for c in ("topic", "partition", "offset", "idx", "level"))))
+
+    assert keyed(sql) == keyed(python)
+    assert len({level for *_, level in keyed(python)}) > 1  # rows on both sides of a DDL barrier
+
+
+@pytest.mark.spark
+def test_auto_is_the_default_engine_and_picks_the_distributed_one_where_it_applies(spark: Any, tmp_path: Path) -> None:
+    from pyticdc.replica.modelling import Modelling
+    from pyticdc.spark.replication import ReplicationSource, SparkReplication
+
+    capture = tmp_path / "capture.jsonl"  # nothing is read before run()
+
+    def engine(options: dict[str, str], **extra: Any) -> str:
+        source = ReplicationSource.capture("canal-json", options, capture)
+        return str(SparkReplication(spark, source, tmp_path / "wh", **extra).engine)
+
+    assert engine({"enable-tidb-extension": "true"}) == "distributed"
+    assert engine({}) == "driver"  # no watermarks: batch consistency is the driver engine's
+    assert engine({"enable-tidb-extension": "true"}, modelling=Modelling.parse(keys=["s.t=a"])) == "driver"
+    assert engine({"enable-tidb-extension": "true"}, engine="driver") == "driver"

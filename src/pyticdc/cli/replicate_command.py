@@ -82,7 +82,9 @@ def add_parser(subparsers: Any) -> None:
     model = parser.add_argument_group("replica tables")
     model.add_argument("--metadata-columns", metavar="NAMES",
                        help="comma-separated metadata columns to add to every replica table: _op (last change), "
-                            "_commit_ts (always there), _commit_time, _ingested_at (default none)")
+                            "_ingested_at, _source_topic, _source_partition, _source_offset (the record the last "
+                            "change was read from; driver engine) (default none); _commit_ts and _commit_time are "
+                            "always there (naming them is allowed)")
     model.add_argument("--soft-delete", action="store_true",
                        help="keep deleted rows with _is_deleted = true (a re-insert brings them back); default: "
                             "delete them")
@@ -92,6 +94,34 @@ def add_parser(subparsers: Any) -> None:
                             "(default: the key the messages name, else _tidb_rowid, else a digest of the row)")
     model.add_argument("--on-truncate", choices=("apply", "ignore"), default="apply",
                        help="an upstream TRUNCATE TABLE empties the replica table (apply, default) or is ignored")
+    model.add_argument("--history", action="append", default=[], metavar="PATTERN",
+                       help="keep every version of every row of tables matching this TiDB table filter in a history "
+                            "table (SCD type 2) next to the replica, repeatable or comma-separated (driver engine; "
+                            "default none)")
+    model.add_argument("--history-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help="with --history: open a new version only when one of these columns changes (other "
+                            "changes update the current version), e.g. 'shop.orders=status', repeatable (default: "
+                            "every change opens one)")
+    model.add_argument("--history-table-name", metavar="TEMPLATE",
+                       help="name of a history table, {table} being its replica table's name (after "
+                            "--table-name; default {table}__history)")
+    model.add_argument("--columns", dest="include_columns", action="append", default=[],
+                       metavar="PATTERN=COL[,COL...]",
+                       help="replicate only these (upstream) columns of tables matching the TiDB table-filter PATTERN, "
+                            "e.g. 'shop.orders=id,amount', repeatable, first match wins (default: every column)")
+    model.add_argument("--exclude-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help="leave these columns out of tables matching PATTERN, e.g. 'shop.*=secret', repeatable, "
+                            "first match wins (handle and --table-key columns cannot be left out)")
+    model.add_argument("--rename-column", action="append", default=[], metavar="PATTERN.COL=NEW",
+                       help="name the replica column of upstream column COL of tables matching PATTERN NEW, e.g. "
+                            "'shop.orders.amt=amount' (kept across upstream renames), repeatable")
+    model.add_argument("--table-name", action="append", default=[], metavar="PATTERN=SCHEMA.TABLE",
+                       help="replica table name of upstream tables matching PATTERN, {schema} and {table} standing "
+                            "for the upstream names, e.g. 'shop.*=bronze.shop_{table}', repeatable, first match wins")
+    model.add_argument("--schema-evolution", choices=("follow", "add-only", "fail", "rescue"), default="follow",
+                       help="what column DDL does to replica tables: follow (default), add-only (drops and renames "
+                            "keep the old column), fail (stop before it, exit 1), rescue (values the table cannot "
+                            "hold go to a _rescued_data JSON column)")
     upkeep = parser.add_argument_group("table layout and upkeep")
     upkeep.add_argument("--partition-by", action="append", default=[], metavar="PATTERN=COL[,COL...]",
                         help="partition new replica tables matching the TiDB table-filter PATTERN by these columns "
@@ -115,10 +145,11 @@ def add_parser(subparsers: Any) -> None:
     run.add_argument("--batch-records", type=int, default=200_000, metavar="N",
                      help="records per batch, each committed on its own; bounds the driver's memory "
                           "(default 200000)")
-    run.add_argument("--engine", choices=("driver", "distributed", "auto"), default="driver",
+    run.add_argument("--engine", choices=("driver", "distributed", "delta-spark", "auto"), default="auto",
                      help="apply engine: driver (records decoded and applied by the driver, the reference), "
-                          "distributed (decode, de-dup, net change and MERGE in the Spark executors) "
-                          "or auto (distributed where it applies; default driver)")
+                          "distributed (decode, de-dup, net change and MERGE in the Spark executors), "
+                          "delta-spark (the same, MERGE INTO by Delta on Spark: needs the delta-spark jar) "
+                          "or auto (the default: distributed where it applies, else driver)")
     run.add_argument("--master", default="local[2]", metavar="URL",
                      help="Spark master (default local[2])")
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -217,8 +248,8 @@ def watermark_notice(args: argparse.Namespace, source: Any) -> str | None:
         raise ConfigError(f"{source.protocol} without enable-tidb-extension carries no watermarks, so nothing could "
                           "ever be known complete (--require-watermarks): configure the changefeed with it and pass "
                           "-o enable-tidb-extension=true")
-    if args.engine == "distributed":
-        raise ConfigError(f"--engine distributed needs watermarks, which {source.protocol} without "
+    if args.engine in ("distributed", "delta-spark"):
+        raise ConfigError(f"--engine {args.engine} needs watermarks, which {source.protocol} without "
                           "enable-tidb-extension does not carry: use --engine driver or auto")
     return (f"note: {source.protocol} without enable-tidb-extension carries no watermarks: each batch is applied "
             "completely (consistency: batch), not up to a commit ts; duplicates are still removed and each key "
@@ -323,6 +354,16 @@ def format_tables(warehouse: Path, progress: Any) -> str:
 
 
 # --------------------------------------------------------------------------- command
+def mapping_from_args(args: argparse.Namespace) -> Any:
+    """The column and table mapping of ``--columns``/``--exclude-columns``/``--rename-column``/``--table-name``."""
+    from pyticdc.replica.mapping import NameMapping
+
+    return NameMapping.parse(columns=getattr(args, "include_columns", None),
+                             exclude_columns=getattr(args, "exclude_columns", None),
+                             rename_columns=getattr(args, "rename_column", None),
+                             table_names=getattr(args, "table_name", None))
+
+
 def spool_inputs(args: argparse.Namespace, directory: Path) -> None:
     """Raw message files (``--value``/``--lines``) and a capture on standard input (``--from -``) written to a
     capture file in ``directory`` that ``--from`` then names: Spark reads files, not pipes.
@@ -383,10 +424,24 @@ def _replicate(args: argparse.Namespace, spooled: Path) -> int:
         # protocol, an object store that cannot be reached) is refused now, before Spark starts or anything
         # is written.
         modelling = Modelling.parse(metadata_columns=args.metadata_columns, soft_delete=args.soft_delete,
-                                    keys=args.keys, on_truncate=args.on_truncate)
-        if args.engine == "distributed" and modelling.driver_only:
-            raise ConfigError(f"--engine distributed does not implement {', '.join(modelling.driver_only)} yet: "
+                                    keys=args.keys, on_truncate=args.on_truncate, history=args.history,
+                                    history_columns=args.history_columns,
+                                    history_table_name=args.history_table_name, mapping=mapping_from_args(args),
+                                    schema_evolution=args.schema_evolution)
+        if args.engine in ("distributed", "delta-spark") and modelling.driver_only:
+            raise ConfigError(f"--engine {args.engine} does not implement {', '.join(modelling.driver_only)} yet: "
                               "use --engine driver or auto")
+        from pyticdc.replica.storage import RemotePath
+
+        if args.engine in ("distributed", "delta-spark") and isinstance(args.warehouse, RemotePath):
+            # Its staging is Parquet written by Spark, which reaches object stores only through Hadoop's
+            # connectors (not on the classpath): said before the store is contacted or Spark starts.
+            raise ConfigError(f"--engine {args.engine} writes to local or mounted warehouses only; "
+                              f"{args.warehouse} is replicated by --engine driver (or auto, which picks it)")
+        if args.engine == "delta-spark":
+            from pyticdc.spark.session import check_delta
+
+            check_delta(spark_conf)  # the jar, before Spark starts
         Replicator.check(args.warehouse, source.protocol, source.options, tables=args.tables,
                          time_zone=args.time_zone, storage_options=storage, modelling=modelling)
         notice = watermark_notice(args, source)
@@ -415,7 +470,8 @@ def _replicate(args: argparse.Namespace, spooled: Path) -> int:
         if line is not None:
             print(line, file=sys.stderr)
     own_session = active_session() is None
-    spark = spark_session("pyticdc-replicate", args.master, {"spark.ui.showConsoleProgress": "false", **spark_conf})
+    spark = spark_session("pyticdc-replicate", args.master, {"spark.ui.showConsoleProgress": "false", **spark_conf},
+                          delta=args.engine == "delta-spark")
     spark.sparkContext.setLogLevel("ERROR")
     try:
         job = SparkReplication(spark, source, args.warehouse, tables=args.tables, time_zone=args.time_zone,

@@ -74,12 +74,33 @@ def add_parser(subparsers: Any) -> None:
     model.add_argument("--table-key", dest="keys", action="append", default=[], metavar="PATTERN=COL[,COL...]",
                        help="key override, as replicate's --table-key, e.g. --table-key sim.t_uk=a,b (repeatable; "
                             "default none)")
+    model.add_argument("--history", action="append", default=[], metavar="PATTERN",
+                       help="history tables, as replicate's --history (e.g. 'sim.*'): each, dropped ones "
+                            "included, is compared with the simulator's version history (repeatable; default none)")
+    model.add_argument("--history-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help="tracked history columns, as replicate's --history-columns (repeatable; "
+                            "default: every column)")
+    model.add_argument("--history-table-name", metavar="TEMPLATE",
+                       help="history table names, as replicate's --history-table-name (default {table}__history)")
+    model.add_argument("--columns", dest="include_columns", action="append", default=[],
+                       metavar="PATTERN=COL[,COL...]", help="as replicate's --columns (the truth is projected the same "
+                       "way; repeatable; default every column)")
+    model.add_argument("--exclude-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help="as replicate's --exclude-columns, e.g. 'sim.*=c_text' (repeatable; default none)")
+    model.add_argument("--rename-column", action="append", default=[], metavar="PATTERN.COL=NEW",
+                       help="as replicate's --rename-column, e.g. 'sim.t_np.n=amount' (repeatable; default none)")
+    model.add_argument("--table-name", action="append", default=[], metavar="PATTERN=SCHEMA.TABLE",
+                       help="as replicate's --table-name, e.g. 'sim.*=bronze.sim_{table}' (repeatable; default none)")
+    model.add_argument("--schema-evolution", choices=("follow", "add-only", "rescue"), default="follow",
+                       help="follow (default), add-only (the truth with dropped columns kept: their values at the "
+                            "drop, NULL in rows written since) or rescue (a _rescued_data column, NULL where every "
+                            "DDL is understood); fail is checked by the replica tests (it stops at the first DDL)")
     parser.set_defaults(run=run_selftest)
 
 
 #: Apply engines of ``SparkReplication`` the Spark selftest runs (``auto``: distributed unless the job needs
-#: the driver).
-APPLY_ENGINES = ("driver", "distributed", "auto")
+#: the driver; ``delta-spark``: distributed with MERGE INTO by Delta on Spark, needs the delta-spark jar).
+APPLY_ENGINES = ("driver", "distributed", "delta-spark", "auto")
 
 
 def _fault_plan(spec: str) -> Any:
@@ -130,11 +151,15 @@ def run_selftest(args: argparse.Namespace) -> int:
             _options(protocol, args.option)  # malformed options fail before any run
         if args.apply_engine and args.engine != "spark":
             raise ConfigError("--apply-engine needs --engine spark")
+        from pyticdc.cli.replicate_command import mapping_from_args
         from pyticdc.replica.modelling import Modelling
 
         args.modelling = Modelling.parse(metadata_columns=args.metadata_columns, soft_delete=args.soft_delete,
-                                         keys=args.keys)
-        if "distributed" in (args.apply_engine or ()) and args.modelling.driver_only:
+                                         mapping=mapping_from_args(args), schema_evolution=args.schema_evolution,
+                                         keys=args.keys, history=args.history,
+                                         history_columns=args.history_columns,
+                                         history_table_name=args.history_table_name)
+        if {"distributed", "delta-spark"} & set(args.apply_engine or ()) and args.modelling.driver_only:
             raise ConfigError(f"the distributed apply engine does not implement {', '.join(args.modelling.driver_only)}"
                               " yet: use --apply-engine driver")
         if (args.kafka or args.reader) and args.engine != "spark":
@@ -193,10 +218,15 @@ def _run_spark(args: argparse.Namespace, protocols: list[str], plan: Any) -> int
     from pyticdc.spark.selftest import check_history_on_spark
     from pyticdc.spark.session import spark_session
 
-    spark = spark_session("pyticdc-selftest", "local[2]", {"spark.sql.shuffle.partitions": "2"})
+    engines = args.apply_engine or ["driver", "auto"]
+    settings = {"spark.sql.shuffle.partitions": "2"}
+    if "delta-spark" in engines:
+        from pyticdc.spark.session import check_delta
+
+        check_delta(settings)  # the jar, before Spark starts
+    spark = spark_session("pyticdc-selftest", "local[2]", settings, delta="delta-spark" in engines)
     spark.sparkContext.setLogLevel("ERROR")
     config = _workload(args)
-    engines = args.apply_engine or ["driver", "auto"]
     readers = list(dict.fromkeys(args.reader or ["pyticdc"])) if args.kafka else [None]
     if "kafka" in readers:
         from pyticdc.spark.session import has_kafka_source

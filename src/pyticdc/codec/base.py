@@ -38,7 +38,9 @@ class ClaimCheckStore(Protocol):
         """Read back a stored message as (key, value); DecodeError if it is missing or corrupt."""
 
 
-class Message(msgspec.Struct, frozen=True):
+# gc=False: an encoder makes one per row, and tracking them made the collector walk every batch
+# (~10% of a narrow-table encode); a Message only points down at bytes and events, never in a cycle.
+class Message(msgspec.Struct, frozen=True, gc=False):
     """One Kafka message as a protocol encodes it: key, value and the events it carries."""
 
     key: bytes | None

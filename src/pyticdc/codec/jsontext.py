@@ -21,6 +21,8 @@ __all__ = [
     "easyjson_quote",
     "float32_round",
     "format_float32",
+    "format_float32_f",
+    "format_float64_f",
     "format_float_f",
     "format_float_go_json",
     "format_float_jsoniter",
@@ -30,6 +32,8 @@ __all__ = [
     "has_negative_zero",
     "jsoniter_quote",
     "loads_keeping_negative_zero",
+    "orjson_as_easyjson",
+    "orjson_as_go_json",
     "shortest_repr",
 ]
 
@@ -324,3 +328,98 @@ def format_float32(value: float) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
+
+
+# --------------------------------------------------------------------------- fast float texts
+# The row writers format a float per row; these two give the same text as format_float_f with one
+# orjson call (float64) or a few correctly rounded '%g' trials (float32), and send the rest there.
+_dumps: Final = orjson.dumps
+
+
+def format_float64_f(value: float) -> str:
+    """``strconv.FormatFloat(v, 'f', -1, 64)``: ``format_float_f(value, 64)``, faster.
+
+    orjson writes the shortest round-trip digits (Ryu, like Go and ``repr``), positionally for most
+    magnitudes; its text with ``e`` (or ``null`` for NaN/±Inf) goes to ``format_float_f``.
+    """
+    text = _dumps(value).decode()  # (str tests are cheaper than bytes tests)
+    if "e" in text or "n" in text:
+        return format_float_f(value, 64)
+    return text[:-2] if text[-2:] == ".0" else text
+
+
+def format_float32_f(value: float) -> str:
+    """``format_float32(value)`` (Go ``FormatFloat(float32(v), 'f', -1, 32)``), in fewer steps.
+
+    The nearest n-digit decimal (``'%.{n}g'``, correctly rounded) round-trips for every n from the
+    shortest length up (the float32 rounding interval is symmetric off a power of two: see
+    ``format_float32``). Seven digits that round-trip and end in 2..8 are the shortest: every
+    six-digit decimal is then at least 1.5 units of the 7th digit (> 1.5e-7 of the value) away,
+    beyond the float32 half-interval (<= 2**-24 of the value). Otherwise 8 digits, then 9, are
+    tried. Seven digits that read back but may not be the shortest try one digit fewer at a time.
+    Powers of two, zero, magnitudes outside [1e-4, 1e6) and a ``%g`` that switches to an exponent
+    go to ``format_float32``. OverflowError past float32 like it.
+    """
+    packed = _F32.pack(value)
+    value = _F32.unpack(packed)[0]  # the float32 itself: a double between two formats otherwise
+    magnitude = value if value >= 0 else -value
+    if not 1e-4 <= magnitude < 1e6 or not (packed[0] or packed[1] or packed[2] & 0x7F):
+        return format_float32(value)
+    text = f"{value:.7g}"
+    if _F32.pack(float(text)) == packed:
+        digits = text.lstrip("-0.")
+        count = len(digits) - ("." in digits)
+        if count == 7 and text[-1] in "2345678":
+            return text
+        # Fewer digits while they read back (that is monotonic): the last that does is the shortest.
+        while count > 1:
+            shorter = f"{value:.{count - 1}g}"
+            if _F32.pack(float(shorter)) != packed:
+                return text
+            if "e" in shorter:  # %g turned to an exponent: its places are not 'f''s
+                return format_float32(value)
+            text = shorter
+            digits = text.lstrip("-0.")
+            count = len(digits) - ("." in digits)
+        return text
+    text = f"{value:.8g}"
+    if _F32.pack(float(text)) == packed:
+        return text
+    return f"{value:.9g}"
+
+
+# --------------------------------------------------------------------------- orjson text as Go writes it
+# Row writers let orjson write whole documents and fix its text up after. orjson escapes " \ and
+# every control (\b \f \n \r \t short, the rest \u00XX in lower-case hex) like encoding/json and
+# writes everything else raw; Go escapes < > & U+2028 U+2029 too, easyjson also writes \b \f long.
+# Single bytes are looked for as ints (memchr; a bytes needle costs more, and bytes.find of a
+# two-byte needle walks every byte); 0xE2 leads both U+2028 and U+2029 in UTF-8.
+_LT, _GT, _AMP, _E2, _BACKSLASH = 0x3C, 0x3E, 0x26, 0xE2, 0x5C
+# The short escapes, with escaped backslashes so that escapes pair left to right (an escaped
+# backslash before a b is not \b).
+_SHORT_ESCAPE: Final = re.compile(rb"\\[\\bf]")
+_EASYJSON_LONG: Final = {b"\\b": b"\\u0008", b"\\f": b"\\u000c", b"\\\\": b"\\\\"}
+
+
+def _long_escape(match: re.Match[bytes]) -> bytes:
+    return _EASYJSON_LONG[match.group()]
+
+
+def orjson_as_go_json(out: bytes) -> bytes:
+    """orjson's JSON text as Go ``encoding/json`` writes it: ``<`` ``>`` ``&`` U+2028 U+2029 escaped."""
+    if _LT in out:
+        out = out.replace(b"<", b"\\u003c")
+    if _GT in out:
+        out = out.replace(b">", b"\\u003e")
+    if _AMP in out:
+        out = out.replace(b"&", b"\\u0026")
+    if _E2 in out:
+        out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+    return out
+
+
+def orjson_as_easyjson(out: bytes) -> bytes:
+    """orjson's JSON text as easyjson writes it: Go's escapes, and ``\\u0008`` ``\\u000c`` for \\b \\f."""
+    if _BACKSLASH in out:
+        out = _SHORT_ESCAPE.sub(_long_escape, out)
+    return orjson_as_go_json(out)

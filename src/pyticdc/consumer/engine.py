@@ -565,15 +565,17 @@ class Consumer:
         if len(self._registry) > 2 * len(self._rows) + 64:
             # Decoders build a schema per message: keep only those buffered rows still use.
             self._registry.retain({b.table_ref for b in self._rows.values()})
-        return self._emit("rows", rows=tuple(b.row for b in batch), consistent_ts=consistent_ts)
+        origins = tuple((b.origin[0], b.origin[1], b.origin[2]) if b.origin is not None else ("", -1, -1)
+                        for b in batch)
+        return self._emit("rows", rows=tuple(b.row for b in batch), consistent_ts=consistent_ts, origins=origins)
 
     def _emit(
         self, kind: UnitKind, *, consistent_ts: int, rows: tuple[RowChange, ...] = (), ddl: DDLEvent | None = None,
-        quarantined: tuple[QuarantinedRecord, ...] = (),
+        quarantined: tuple[QuarantinedRecord, ...] = (), origins: tuple[tuple[str, int, int], ...] = (),
     ) -> ApplyUnit:
         if consistent_ts > self._released_ts:
             self._released_ts = consistent_ts
             self._schemas.prune(consistent_ts)
         self.stats.units += 1
-        return ApplyUnit(kind=kind, rows=rows, ddl=ddl, quarantined=quarantined,
+        return ApplyUnit(kind=kind, rows=rows, ddl=ddl, quarantined=quarantined, origins=origins,
                          consistent_ts=self._released_ts, state=self.state() if self._unit_states else b"")

@@ -124,7 +124,7 @@ class BufferedRow(msgspec.Struct, kw_only=True):
     #: The row encoded for the state, made once.
     blob: msgspec.Raw | None = None
     #: Where the row was read: (topic, partition, offset, the partition's resolved ts before that record);
-    #: what a compact state resumes from (not serialised).
+    #: what a compact state resumes from, and what a replica's ``_source_*`` columns say (a full state keeps it).
     origin: tuple[str, int, int, int] | None = None
     #: The record's key, value and Kafka timestamp while the row waits for its schema (not serialised):
     #: what the quarantine keeps if the schema, once known, does not fit the row.
@@ -140,14 +140,16 @@ class BufferedRow(msgspec.Struct, kw_only=True):
                 None if row.columns is None else dict(row.columns),
                 None if row.pre_columns is None else dict(row.pre_columns),
                 row.table_id, row.physical_table_id, row.row_id, self.table_ref, row.handle_key_only,
-                row.claim_check_location, row.schema_version,
+                row.claim_check_location, row.schema_version, *([list(self.origin)] if self.origin else []),
             ]))
         return self.blob
 
 
 def _buffered_from_builtins(data: list[Any], tables: dict[int, TableInfo]) -> BufferedRow:
+    # A 16th element is where the row was read (states written before it have 15).
+    origin = tuple(data[15]) if len(data) > 15 else None
     (seq, resolved, op, schema, table, commit_ts, columns, pre_columns, table_id, physical_table_id, row_id,
-     table_ref, handle_key_only, claim_check_location, schema_version) = data
+     table_ref, handle_key_only, claim_check_location, schema_version) = data[:15]
     row = RowChange(
         op=Op(op), schema=schema, table=table, commit_ts=commit_ts,
         columns=None if columns is None else Row(columns),
@@ -156,7 +158,8 @@ def _buffered_from_builtins(data: list[Any], tables: dict[int, TableInfo]) -> Bu
         table_info=tables[table_ref] if table_ref >= 0 else None,
         handle_key_only=handle_key_only, claim_check_location=claim_check_location, schema_version=schema_version,
     )
-    return BufferedRow(seq=seq, row=row, resolved=resolved, table_ref=table_ref)
+    return BufferedRow(seq=seq, row=row, resolved=resolved, table_ref=table_ref,
+                       origin=(str(origin[0]), int(origin[1]), int(origin[2]), int(origin[3])) if origin else None)
 
 
 class ConsumerState(msgspec.Struct, kw_only=True):

@@ -46,6 +46,9 @@ class ApplyUnit(msgspec.Struct, frozen=True, kw_only=True):
     consistent_ts: int
     #: Serialised consumer state after this unit (``Consumer(..., state=unit.state)`` resumes from it).
     state: bytes = b""
+    #: Per row (aligned with ``rows``), the (topic, partition, offset) of the record it was read from: the first
+    #: delivery the consumer kept (a held row keeps it in the state across restarts); empty for other units.
+    origins: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def first_commit_ts(self) -> int:

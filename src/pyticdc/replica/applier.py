@@ -9,7 +9,10 @@ How units become Delta commits:
 * DDL is interpreted from its text and table info (:mod:`pyticdc.replica.ddl`): CREATE makes a Delta
   table, DROP moves it to ``_pyticdc/dropped``, RENAME moves its directory, TRUNCATE empties it, column
   changes rewrite it (added columns take their default, renamed keep their values, type changes convert
-  values where the conversion is exact), index changes only touch the catalog.
+  values where the conversion is exact), index changes only touch the catalog. A table never created by a
+  CREATE TABLE is made from its first rows — before a DDL on it when they are still buffered, so the DDL
+  meets them in it. A DDL on a table the replica does not have is counted (``ddls_not_applicable``) with
+  its reason (``not_applicable``), never silently dropped.
 * :meth:`DeltaReplica.commit` then writes the progress table: the consumer state, the catalog and the
   ts the whole replica is complete at.
 
@@ -43,6 +46,7 @@ from pyticdc.replica.ddl import (
     CreateTable,
     DropSchema,
     DropTable,
+    NoTable,
     RenameTable,
     SchemaChange,
     TableKey,
@@ -51,8 +55,11 @@ from pyticdc.replica.ddl import (
     interpret_ddl,
     rename_table_info,
 )
+from pyticdc.replica.evolution import kept_columns, layout_changes, refuse
+from pyticdc.replica.history import HistoryTables
 from pyticdc.replica.maintenance import TableOptions, maintain_table
-from pyticdc.replica.modelling import Modelling
+from pyticdc.replica.mapping import EXCLUDED, follow_renames, map_info, map_rows
+from pyticdc.replica.modelling import SOURCE_COLUMNS, Modelling
 from pyticdc.replica.progress import Progress, TableEntry, read_progress, write_progress
 from pyticdc.replica.projection import DIGEST, ROWID, evolve, merge_source, replica_schema
 from pyticdc.replica.storage import Location, RemotePath
@@ -74,7 +81,8 @@ class ApplyStats(msgspec.Struct, kw_only=True):
 
     #: Row changes applied to replica tables (each once).
     rows_applied: int = 0
-    #: Row changes skipped because their table already held them (a replay after a crash).
+    #: Row changes skipped because their table already held them (a replay after a crash), or because a DROP or
+    #: TRUNCATE of their table followed them in the batch (rows it removes are never read again).
     rows_skipped: int = 0
     #: Net actions (upserts and deletes) written by MERGE.
     actions: int = 0
@@ -92,6 +100,9 @@ class ApplyStats(msgspec.Struct, kw_only=True):
     partial_images: int = 0
     #: TRUNCATE statements not applied (``on_truncate="ignore"``).
     truncates_ignored: int = 0
+    #: DDL with nothing to do here: on a table the replica does not have (never seen, or left out by the table
+    #: filter), or a CREATE TABLE without columns (its first rows create the table). Reasons in ``not_applicable``.
+    ddls_not_applicable: int = 0
 
 
 #: The quarantine table's columns: the same as the Spark quarantine sink's (``pyticdc.spark.sinks``).
@@ -114,6 +125,12 @@ def _merge_info(base: TableInfo, rows: Iterable[RowChange]) -> TableInfo:
     if not extra:
         return base
     return msgspec.structs.replace(base, columns=(*base.columns, *extra))
+
+
+def _schema_of(rows: list[RowChange]) -> TableInfo | None:
+    # The newest full schema the rows carry: the table a replica that saw no CREATE makes from them.
+    return next((row.table_info for row in reversed(rows) if row.table_info is not None
+                 and row.table_info.columns and not row.handle_key_only), None)
 
 
 def _layout(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
@@ -176,10 +193,16 @@ class DeltaReplica:
         self.time_zone = time_zone
         self.table_filter = table_filter
         self.hook = hook
+        #: The history tables (SCD type 2) of the tables ``modelling.history`` names; None without.
+        self.history = HistoryTables(self.store, self.modelling, time_zone=time_zone, call=self._call,
+                                     set_aside=self._set_aside) if self.modelling.history else None
         self.progress = read_progress(self.store)
         self._catalog: dict[TableKey, TableEntry] = {
             key: msgspec.structs.replace(entry) for key, entry in self.progress.tables.items()}
         self._segments: dict[TableKey, list[RowChange]] = {}
+        #: With ``_source_*`` columns: (topic, partition, offset) of each buffered row, by ``id`` of the row.
+        self._sources = bool(set(SOURCE_COLUMNS) & set(self.modelling.metadata_columns))
+        self._origins: dict[int, tuple[str, int, int]] = {}
         self._consistent = self.progress.consistent_ts
         self._quarantine: list[QuarantinedRecord] = []
         self._touched: set[TableKey] = set()
@@ -187,6 +210,8 @@ class DeltaReplica:
             if isinstance(self.progress.stats.get("replica"), dict) else ApplyStats()
         #: DDL statements not reproduced, with the reason (this process only).
         self.unhandled: list[str] = []
+        #: DDL statements with nothing to do, with the reason (this process only; the first hundred).
+        self.not_applicable: list[str] = []
         #: Tables whose rows the table filter left out (this process only).
         self.filtered_tables: set[TableKey] = set()
 
@@ -225,8 +250,26 @@ class DeltaReplica:
         return self.table_filter is None or self.table_filter(key[0], key[1])
 
     def _lookup(self, key: TableKey) -> TableInfo | None:
-        entry = self._catalog.get(key)
+        entry = self._materialise(key)
         return entry.info if entry is not None else None
+
+    def _materialise(self, key: TableKey) -> TableEntry | None:
+        """The replica table of ``key``; created now from its buffered rows when no CREATE TABLE was seen.
+
+        A DDL is a barrier: the rows before it must meet it in a table. A table the replica knows only from
+        rows still buffered in this batch would otherwise be missing when the DDL is interpreted, and the
+        DDL lost (the rows then made the table after it, as if it had never run).
+        """
+        entry = self._catalog.get(key)
+        rows = self._segments.get(key)
+        if entry is None and rows and _schema_of(rows) is not None:
+            entry = self._create_from_rows(key, rows)
+        return entry
+
+    def _not_applicable(self, ddl: DDLEvent, reason: str, *, report: bool = True) -> None:
+        self.stats.ddls_not_applicable += 1
+        if report and len(self.not_applicable) < 100:  # bounded: a long stream of them is the counter's job
+            self.not_applicable.append(f"{ddl.query} ({reason})")
 
     def _call(self, point: str, **detail: Any) -> None:
         if self.hook is not None:
@@ -241,10 +284,13 @@ class DeltaReplica:
     def apply(self, unit: ApplyUnit) -> None:
         """Take one apply unit: rows are buffered, a DDL is executed after flushing its tables' rows."""
         if unit.kind == "rows":
-            for row in unit.rows:
+            sources = self._sources and len(unit.origins) == len(unit.rows)
+            for index, row in enumerate(unit.rows):
                 key = (row.schema, row.table)
                 if self._wanted(key):
                     self._segments.setdefault(key, []).append(row)
+                    if sources:
+                        self._origins[id(row)] = unit.origins[index]
                 else:
                     self.stats.rows_filtered += 1
                     self.filtered_tables.add(key)
@@ -260,6 +306,7 @@ class DeltaReplica:
         """Flush every buffered row and record the progress (with the consumer ``state``) in one commit."""
         for key in sorted(self._segments):
             self._flush(key, rows_position(self._consistent))
+        self._origins.clear()
         if self._quarantine:
             self._write_quarantine()
         for key in sorted(self._touched):
@@ -299,6 +346,8 @@ class DeltaReplica:
                                retention_hours=self.store.table_options.vacuum_retention_hours)
                 if entry is not None:
                     self.store.forget(self.path(entry))
+            if self.history is not None and entry is not None:
+                self.history.maintain(entry)
         self._maintain.clear()
         progress = self.store.open(self.store.internal_path("progress"))
         if progress is not None:
@@ -310,10 +359,14 @@ class DeltaReplica:
         rows = self._segments.pop(key, [])
         if not rows:
             return
+        # Taken out now: an id is only unique while its row lives, and these rows are done with after this.
+        origin_of = {id(row): self._origins.pop(id(row)) for row in rows if id(row) in self._origins} \
+            if self._sources else {}
         entry = self._catalog.get(key)
         if entry is None:
             entry = self._create_from_rows(key, rows)
-        entry.info = _merge_info(entry.info, rows)
+        if self.modelling.schema_evolution != "rescue":
+            entry.info = _merge_info(entry.info, rows)  # rescue: columns the schema lacks go to _rescued_data
         path = self._locate(entry)
         if path is None:
             raise ReplicaError(f"table {key[0]}.{key[1]} ({entry.uid}) is not in the warehouse: it was changed by "
@@ -327,30 +380,49 @@ class DeltaReplica:
         fresh = [row for row in rows if rows_position(row.commit_ts) > held] if self.skip_by_position else rows
         self.stats.rows_skipped += len(rows) - len(fresh)
         if not fresh:
+            self._flush_history(entry, rows, position)  # it has its own position: maybe behind the table's
             return
         key_override = self.modelling.key_for(*key)
         if key_override is not None:
             self.modelling.check_table(entry.info)
-        net = net_change(fresh, key=key_override, columns=[c.name for c in entry.info.columns])
+        names = self._names(entry)
+        view = self._view(entry, current)
+        if names:
+            # Rows in replica column names (mapping): from here on the table is its view.
+            mapping = self.modelling.mapping
+            mapped = map_rows(fresh, names, lambda column: mapping.column_target(key[0], key[1], column))
+            if origin_of:
+                for old, new in zip(fresh, mapped):
+                    if id(old) in origin_of:
+                        origin_of[id(new)] = origin_of[id(old)]
+            fresh = mapped
+            key_override = tuple(names.get(c, c) for c in key_override) if key_override else key_override
+        kept = {c.name for c in entry.kept}
+        # Kept columns (add-only) are not expected in images: rows written after the drop leave them NULL.
+        net = net_change(fresh, key=key_override, columns=[c.name for c in view.columns if c.name not in kept],
+                         sources=bool(origin_of))
         rowid = ROWID in current.names or any(row.row_id for row in fresh)
         digest = net.strategy == "image"
         now = dt.datetime.now(dt.timezone.utc)
+        origins = {action: origin_of[id(change)] for action, change in net.sources.items()
+                   if id(change) in origin_of} if origin_of else None
         while True:
             try:
-                merge = merge_source(net, entry.info, rowid=rowid, time_zone=self.time_zone, modelling=self.modelling,
-                                     ingested_at=now)
+                merge = merge_source(net, view, rowid=rowid, time_zone=self.time_zone, modelling=self.modelling,
+                                     ingested_at=now, origins=origins, unhashed=frozenset(kept))
                 break
             except ValueError as exc:
-                widened = _widen_decimal(entry.info, str(exc))
+                widened = _widen_decimal(view, str(exc))
                 if widened is None:
                     raise ReplicaError(f"{key[0]}.{key[1]}: {exc}") from None
-                entry.info = widened
-        wanted = replica_schema(entry.info, rowid=rowid, digest=digest, modelling=self.modelling)
+                self._widen(entry, view, widened)
+                view = widened
+        wanted = replica_schema(view, rowid=rowid, digest=digest, modelling=self.modelling)
         if _layout(current) != _layout(wanted):
             # A layout change that keeps every row's content (a hidden column, a column learnt from rows, a
             # widened DECIMAL): rewritten at the position the table already has, so a replay sees it done or
             # redoes it.
-            self._rewrite(entry, path, held, rowid=rowid, digest=digest)
+            self._rewrite(entry, path, held, rowid=rowid, digest=digest, info=view)
         on = list(net.key_columns) if net.strategy == "key" else [ROWID if net.strategy == "rowid" else DIGEST]
         self._call("before-table-commit", table=key, position=position, kind="merge", rows=len(fresh))
         self.store.merge(path, merge.table, on=on, position=position, shapes=merge.shapes,
@@ -364,10 +436,63 @@ class DeltaReplica:
         self.stats.partial_images += sum(1 for action in net.upserts if id(action) in net.partial)
         self.stats.merges += 1
         self._touched.add(key)
+        self._flush_history(entry, rows, position)
+
+    def _flush_history(self, entry: TableEntry, rows: list[RowChange], position: int) -> None:
+        # Every change of the segment, not the net one: each commit ts is a version (pyticdc.replica.history).
+        if self.history is None or not self.modelling.history_for(entry.schema, entry.table):
+            return
+        names = self._names(entry)
+        if names:
+            # The history holds the replica's columns under the replica's names, as the replica's rows are mapped.
+            mapping, key = self.modelling.mapping, (entry.schema, entry.table)
+            rows = map_rows(rows, names, lambda column: mapping.column_target(key[0], key[1], column))
+        self.history.flush(entry, rows, position, skip_by_position=self.skip_by_position, info=self._view(entry),
+                           names=names)
+
+    def _names(self, entry: TableEntry) -> dict[str, str]:
+        """The table's column names map, completed for columns seen first now; empty without column mapping."""
+        mapping = self.modelling.mapping
+        if not mapping.maps_columns and not entry.names:
+            return {}
+        # Decisions already made stand, whatever the rules say now: the replica's columns were named by them.
+        entry.names = mapping.names(entry.info, entry.names, self.modelling.key_for(entry.schema, entry.table) or ())
+        return entry.names
+
+    def _view(self, entry: TableEntry, current: pa.Schema | None = None) -> TableInfo:
+        """The table as the replica has it: mapped columns (replica names), then add-only's kept columns."""
+        info = map_info(entry.info, self._names(entry))
+        if entry.kept:
+            live = {c.name.lower() for c in info.columns}
+            kept = tuple(c for c in entry.kept if c.name.lower() not in live)
+            info = msgspec.structs.replace(info, columns=(*info.columns, *kept))
+        return _reconcile(info, current) if current is not None else info
+
+    def _widen(self, entry: TableEntry, view: TableInfo, widened: TableInfo) -> None:
+        # The widened view column back to the upstream info (or the kept column) it comes from.
+        changed = {w.name: w for c, w in zip(view.columns, widened.columns) if c != w}
+        names = entry.names
+        entry.info = msgspec.structs.replace(entry.info, columns=tuple(
+            msgspec.structs.replace(c, flen=changed[names.get(c.name, c.name)].flen)
+            if names.get(c.name, c.name) in changed else c for c in entry.info.columns))
+        entry.kept = tuple(changed.get(c.name, c) for c in entry.kept)
+
+    def _refuse(self, entry: TableEntry, change: AlterTable, ddl: DDLEvent) -> None:
+        # --schema-evolution fail: stop before the DDL touches anything when it changes the replica's columns.
+        names = self._names(entry)
+        before = map_info(entry.info, names)
+        after_info = rename_table_info(change.info, change.key)
+        after_names = self.modelling.mapping.names(after_info, follow_renames(names, change.renamed)) \
+            if self.modelling.mapping.maps_columns else {}
+        after = map_info(after_info, after_names)
+        renamed = {names.get(a, a): after_names.get(b, b) for a, b in change.renamed.items()
+                   if names.get(a, a) != EXCLUDED}
+        changes = layout_changes(before, after, renamed)
+        if changes:
+            raise refuse(ddl.query, f"{change.key[0]}.{change.key[1]}", changes)
 
     def _create_from_rows(self, key: TableKey, rows: list[RowChange]) -> TableEntry:
-        info = next((row.table_info for row in reversed(rows) if row.table_info is not None
-                     and row.table_info.columns and not row.handle_key_only), None)
+        info = _schema_of(rows)
         if info is None:
             raise ReplicaError(f"rows of {key[0]}.{key[1]} carry no schema and no CREATE TABLE was seen")
         first = min(row.commit_ts for row in rows)
@@ -375,9 +500,13 @@ class DeltaReplica:
         return self._create(key, rename_table_info(info, key), f"{key[0]}.{key[1]}@{first}", ddl_position(first - 1))
 
     def _rewrite(self, entry: TableEntry, path: Location, position: int, *, rowid: bool, digest: bool,
-                 defaults: Mapping[str, str | None] | None = None, renamed: Mapping[str, str] | None = None) -> None:
-        data = evolve(self.store.read(path), entry.info, rowid=rowid, digest=digest, defaults=defaults,
-                      renamed=renamed, time_zone=self.time_zone, modelling=self.modelling)
+                 defaults: Mapping[str, str | None] | None = None, renamed: Mapping[str, str] | None = None,
+                 info: TableInfo | None = None) -> None:
+        info = info if info is not None else self._view(entry)
+        # add-only's kept columns are not in the row digest: images written after the drop do not carry them.
+        data = evolve(self.store.read(path), info, rowid=rowid, digest=digest, defaults=defaults,
+                      renamed=renamed, time_zone=self.time_zone, modelling=self.modelling,
+                      unhashed=frozenset(c.name for c in entry.kept))
         key = (entry.schema, entry.table)
         self._call("before-table-commit", table=key, position=position, kind="rewrite", rows=data.num_rows)
         self.store.overwrite(path, data, position=position)
@@ -396,22 +525,29 @@ class DeltaReplica:
         before = rows_position(self._consistent)
         if isinstance(change, CreateTable):
             if not self._wanted(change.key):
+                self._not_applicable(ddl, "left out by the table filter", report=False)
                 return
             if change.key in self._catalog:
                 # TiDB never creates an existing table: the previous one was dropped unseen (filtered).
                 self._drop(change.key, ddl)
             if change.info is not None:
                 self._create(change.key, change.info, f"{change.key[0]}.{change.key[1]}@{ddl.commit_ts}", position)
+            else:
+                self._not_applicable(ddl, "the statement does not say the columns: the first rows create the table")
         elif isinstance(change, DropTable):
-            if change.key in self._catalog:
-                self._segments.pop(change.key, None)  # rows of a dropped table are never read again
-                self._drop(change.key, ddl)
+            self._drop_table(change.key, ddl, before)
         elif isinstance(change, DropSchema):
-            for key in sorted(k for k in self._catalog if k[0] == change.schema):
-                self._segments.pop(key, None)
-                self._drop(key, ddl)
+            keys = {k for k in self._catalog if k[0] == change.schema} | \
+                {k for k in self._segments if k[0] == change.schema}
+            for key in sorted(keys):
+                self._drop_table(key, ddl, before)
+            if not keys:
+                self._not_applicable(ddl, f"no table of {change.schema} here")
         elif isinstance(change, RenameTable):
-            if change.old not in self._catalog:
+            if self._materialise(change.old) is None:
+                # Never seen (or left out): the rows under the new name create it, if it is wanted.
+                self._not_applicable(ddl, f"no table {change.old[0]}.{change.old[1]} here",
+                                     report=self._wanted(change.old))
                 return
             self._flush(change.old, before)
             if self._wanted(change.new):
@@ -420,29 +556,74 @@ class DeltaReplica:
                 self._drop(change.old, ddl)
         elif isinstance(change, TruncateTable):
             entry = self._catalog.get(change.key)
-            if self.modelling.on_truncate == "ignore":
-                if entry is not None or change.key in self._segments:
-                    self._flush(change.key, before)  # the rows before it stay, so they are applied
-                    self.stats.truncates_ignored += 1
+            if entry is None and change.key not in self._segments:
+                self._not_applicable(ddl, f"no table {change.key[0]}.{change.key[1]} here",
+                                     report=self._wanted(change.key))
+            elif self.modelling.on_truncate == "ignore":
+                self._flush(change.key, before)  # the rows before it stay, so they are applied
+                self.stats.truncates_ignored += 1
             else:
-                # Everything before the truncate is gone anyway (also rows of a table not created yet).
-                self._segments.pop(change.key, None)
+                # Everything before the truncate is gone anyway (also rows of a table not created yet), but
+                # from its history: those versions were, so they are written before the truncate closes them.
+                if self.history is not None and self.modelling.history_for(*change.key):
+                    entry = self._materialise(change.key)
+                    if entry is not None:
+                        self._flush(change.key, before)
+                self.stats.rows_skipped += len(self._segments.pop(change.key, []))
                 if entry is not None:
                     self._truncate(entry, position)
+                    if self.history is not None:
+                        self.history.truncate(entry, ddl.commit_ts, position)
         elif isinstance(change, AlterTable):
+            # interpret_ddl looked the table up through _materialise: a table known only from buffered rows
+            # exists by now, so the rows before the ALTER are written before it, and the ALTER is applied.
             entry = self._catalog.get(change.key)
-            if entry is not None:
-                self._flush(change.key, before)
-                self._alter(entry, change, position)
+            if entry is None:
+                # A DDL carrying the table after it (Simple, Debezium) names a table the replica never had.
+                self._not_applicable(ddl, f"no table {change.key[0]}.{change.key[1]} here",
+                                     report=self._wanted(change.key))
+                return
+            if self.modelling.schema_evolution == "fail":
+                self._refuse(entry, change, ddl)
+            self._flush(change.key, before)
+            renamed, defaults = self._alter(entry, change, position)
+            if self.history is not None:
+                # In the replica's names and layout: the history evolves as its replica table does.
+                self.history.alter(entry, position, info=self._view(entry), defaults=defaults, renamed=renamed)
+        elif isinstance(change, NoTable):
+            self._not_applicable(ddl, f"no table {change.key[0]}.{change.key[1]} here: its first rows create it",
+                                 report=self._wanted(change.key))
         elif isinstance(change, Unhandled):
             self.stats.ddls_unhandled += 1
             self.unhandled.append(f"{change.query} ({change.reason})")
 
+    def _drop_table(self, key: TableKey, ddl: DDLEvent, before: int) -> None:
+        if key not in self._catalog and self.history is not None and self.modelling.history_for(*key):
+            self._materialise(key)  # its rows were versions: the history keeps them, closed by the drop
+        if key in self._catalog:
+            self._flush_history_before_drop(key, before)
+            # Rows of a dropped table are never read again: counted as skipped, the table they were for is gone.
+            self.stats.rows_skipped += len(self._segments.pop(key, []))
+            self._drop(key, ddl)
+        elif key in self._segments:
+            # First rows and DROP in one batch: the table never reaches a consistent point, so it is not made.
+            self.stats.rows_skipped += len(self._segments.pop(key))
+        else:
+            # Never seen (DROP TABLE IF EXISTS of a table never created, or one left out): nothing to drop.
+            self._not_applicable(ddl, f"no table {key[0]}.{key[1]} here", report=self._wanted(key))
+
     def _create(self, key: TableKey, info: TableInfo, uid: str, position: int) -> TableEntry:
-        path = self.store.table_path(*key)
+        path = self.store.table_path(*self.modelling.mapping.target_table(*key))
         relative = self.store.relative(path)
-        entry = TableEntry(schema=key[0], table=key[1], uid=uid, path=relative, info=info,
-                           key_columns=self.modelling.key_for(*key) or handle_columns(info))
+        other = next((k for k, e in self._catalog.items() if e.path == relative and k != key), None)
+        if other is not None:
+            raise ReplicaError(f"{key[0]}.{key[1]} and {other[0]}.{other[1]} would both be replica table {relative} "
+                               "(--table-name)")
+        entry = TableEntry(schema=key[0], table=key[1], uid=uid, path=relative, info=info)
+        names = self._names(entry)
+        entry.key_columns = tuple(names.get(c, c) for c in self.modelling.key_for(*key) or handle_columns(info))
+        if self.history is not None:
+            self.history.make_way(path, key, self._catalog.values())  # a live history is never set aside
         existing = self.store.uid(path)
         if existing == uid:
             self.stats.ddls_skipped += 1  # created by an earlier attempt of this batch
@@ -452,7 +633,7 @@ class DeltaReplica:
                 # of another table generation): moved aside, never silently mixed into this table.
                 self._set_aside(path, f"stale-{existing or 'unknown'}")
             self.modelling.check_table(info)
-            data = replica_schema(info, rowid=False, digest=False, modelling=self.modelling).empty_table()
+            data = replica_schema(self._view(entry), rowid=False, digest=False, modelling=self.modelling).empty_table()
             self._call("before-table-commit", table=key, position=position, kind="create", rows=0)
             self.store.create(path, data, uid=uid, position=position, name=f"{key[0]}.{key[1]}",
                               partition_by=self.store.table_options.partition_columns(*key),
@@ -474,9 +655,16 @@ class DeltaReplica:
             return
         self.store.move(path, target)
 
+    def _flush_history_before_drop(self, key: TableKey, position: int) -> None:
+        # The rows before a DROP are never read again, but they were versions: written before the drop closes them.
+        if self.history is not None and self.modelling.history_for(*key):
+            self._flush(key, position)
+
     def _drop(self, key: TableKey, ddl: DDLEvent) -> None:
         entry = self._catalog.pop(key)
         self._touched.discard(key)
+        if self.history is not None:
+            self.history.drop(entry, ddl.commit_ts, ddl_position(ddl.commit_ts), info=self._view(entry))
         path = self._locate(entry)
         if path is not None and not self.store.is_dropped(path):
             position = ddl_position(ddl.commit_ts)
@@ -491,11 +679,13 @@ class DeltaReplica:
         entry = self._catalog.pop(old)
         self._touched.discard(old)
         source = self._locate(entry)
-        target = self.store.table_path(*new)
+        target = self.store.table_path(*self.modelling.mapping.target_table(*new))
         if source is None:
             raise ReplicaError(f"table {old[0]}.{old[1]} ({entry.uid}) is not in the warehouse: it was changed by "
                                "something else than this pipeline")
-        if source == self.path(entry):
+        if source == self.path(entry) and source != target:
+            if self.history is not None:
+                self.history.make_way(target, new, [*self._catalog.values(), entry])
             if target.exists():
                 self._set_aside(target, f"stale-{self.store.uid(target) or 'unknown'}")
             self._call("before-table-commit", table=old, position=-1, kind="rename", rows=0)
@@ -506,9 +696,11 @@ class DeltaReplica:
             self.stats.ddls_skipped += 1  # renamed (and maybe more) by an earlier attempt
         renamed = TableEntry(schema=new[0], table=new[1], uid=entry.uid, path=self.store.relative(target),
                              info=rename_table_info(entry.info, new), last_commit_ts=entry.last_commit_ts,
-                             rows=entry.rows, key_columns=entry.key_columns)
+                             rows=entry.rows, key_columns=entry.key_columns, names=entry.names, kept=entry.kept)
         self._catalog[new] = renamed
         self._touched.add(new)
+        if self.history is not None:
+            self.history.rename(entry, renamed)
 
     def _truncate(self, entry: TableEntry, position: int) -> None:
         path = self._locate(entry)
@@ -522,27 +714,48 @@ class DeltaReplica:
         self.stats.ddls_applied += 1
         self._touched.add(key)
 
-    def _alter(self, entry: TableEntry, change: AlterTable, position: int) -> None:
+    def _alter(self, entry: TableEntry, change: AlterTable,
+               position: int) -> tuple[dict[str, str], dict[str, str | None]]:
+        # Returns the DDL's renamed columns and defaults in replica names (the history follows them too).
         path = self._locate(entry)
-        old_info = entry.info
+        old_view = self._view(entry)
+        old_names = dict(entry.names)
+        add_only = self.modelling.schema_evolution == "add-only"
+        if old_names:
+            # Mapped and left-out columns keep their replica name across renames (add-only: a rename is a drop
+            # and an add, the new name is decided by the rules).
+            entry.names = {k: v for k, v in old_names.items() if k not in change.renamed} if add_only \
+                else follow_renames(old_names, change.renamed)
         entry.info = rename_table_info(change.info, change.key)
+        names = self._names(entry)
+        old_kept = entry.kept
+        if add_only:
+            entry.kept = kept_columns(old_view, map_info(entry.info, names), entry.kept)
+        # The DDL in replica names: renames of left-out or mapped columns are no renames of the replica's.
+        renamed = {} if add_only else {
+            old_names.get(a, a): names.get(b, b) for a, b in change.renamed.items()
+            if old_names.get(a, a) not in (EXCLUDED, names.get(b, b))}
+        defaults = {names.get(c, c): d for c, d in change.defaults.items() if names.get(c, c) != EXCLUDED}
         if path is None or self.store.is_dropped(path):
-            return
+            return renamed, defaults
         current = self.store.schema(path)
         entry.info = _reconcile(entry.info, current)
+        view = self._view(entry, current)
         rowid, digest = ROWID in current.names, DIGEST in current.names
-        wanted = replica_schema(entry.info, rowid=rowid, digest=digest, modelling=self.modelling)
-        same_layout = (_layout(wanted) == _layout(replica_schema(old_info, rowid=rowid, digest=digest,
+        wanted = replica_schema(view, rowid=rowid, digest=digest, modelling=self.modelling)
+        same_layout = (_layout(wanted) == _layout(replica_schema(old_view, rowid=rowid, digest=digest,
                                                                  modelling=self.modelling))
                        and _layout(current) == _layout(wanted))
-        if same_layout and not change.renamed:
-            return  # keys, indexes, comments: nothing to rewrite
+        # A column newly kept (add-only) leaves the row digest: rewritten even when the layout stays.
+        if same_layout and not renamed and not (digest and entry.kept != old_kept):
+            return renamed, defaults  # keys, indexes, comments, left-out columns: nothing to rewrite
         if self.store.position(path) >= position:
             self.stats.ddls_skipped += 1
-            return
-        self._rewrite(entry, path, position, rowid=rowid, digest=digest, defaults=change.defaults,
-                      renamed=change.renamed)
+            return renamed, defaults
+        self._rewrite(entry, path, position, rowid=rowid, digest=digest, defaults=defaults, renamed=renamed,
+                      info=view)
         self.stats.ddls_applied += 1
+        return renamed, defaults
 
     # ------------------------------------------------------------------ quarantine
     def _write_quarantine(self) -> None:

@@ -57,6 +57,8 @@ class NetChange:
     upsert_ops: list[str] = field(default_factory=list)
     #: Ids of the actions (``id(RowChange)``) whose image lacks columns of the table: they carry only those sent.
     partial: set[int] = field(default_factory=set)
+    #: Id of each action → the row change of the segment it ends with (where ``_source_*`` columns come from).
+    sources: dict[int, RowChange] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -147,13 +149,14 @@ def _as_insert(change: RowChange, image: Row | None = None) -> RowChange:
 
 
 def net_change(rows: Sequence[RowChange], *, key: tuple[str, ...] | None = None,
-               columns: Iterable[str] | None = None) -> NetChange:
+               columns: Iterable[str] | None = None, sources: bool = False) -> NetChange:
     """Fold a segment's row changes (in apply order) into one action per handle.
 
     ``key`` overrides the handle (see :func:`segment_strategy`); ``columns``, the table's columns, tell
     partial images (without them only ``handle_key_only`` rows are). A partial image (see the module docstring) is
     completed from the image the segment already has for its handle, else marked in ``partial``.
     ReplicaError for a partial image of a table found by its whole image (nothing to find its row by).
+    ``sources``: record in ``NetChange.sources`` the change each action ends with.
     """
     strategy, key_columns = segment_strategy(rows, key)
     net = NetChange(strategy=strategy, key_columns=key_columns)
@@ -191,6 +194,8 @@ def net_change(rows: Sequence[RowChange], *, key: tuple[str, ...] | None = None,
         else:
             partial.discard(handle)
         final[handle] = (action, op)
+        if sources:
+            net.sources[id(action)] = change
 
     for change in rows:
         image = _image(change)
@@ -231,11 +236,14 @@ def _fold_images(rows: Sequence[RowChange], net: NetChange) -> None:
                 continue
             handle = _handle(change, image, "image", ())
             counts[handle] -= 1
-            latest.setdefault(handle, _as_delete(change, image))
+            if handle not in latest:
+                latest[handle] = _as_delete(change, image)
+                net.sources[id(latest[handle])] = change
         if change.op in (Op.INSERT, Op.UPDATE) and change.columns is not None:
             handle = _handle(change, change.columns, "image", ())
             counts[handle] += 1
             latest[handle] = _as_insert(change)
+            net.sources[id(latest[handle])] = change
             ops[handle] = change.op.value
     for handle, count in counts.items():
         if count > 0:
@@ -243,4 +251,9 @@ def _fold_images(rows: Sequence[RowChange], net: NetChange) -> None:
             net.upsert_ops.append(ops[handle])
         elif count < 0:
             action = latest[handle]
-            net.deletes.append(action if action.op == Op.DELETE else _as_delete(action, action.columns))
+            if action.op != Op.DELETE:
+                source = net.sources.get(id(action))
+                action = _as_delete(action, action.columns)
+                if source is not None:
+                    net.sources[id(action)] = source
+            net.deletes.append(action)

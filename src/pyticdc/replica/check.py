@@ -13,15 +13,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pyticdc.model import Op, Row, RowChange, TableInfo
+import msgspec
+
+from pyticdc.model import Op, Row, RowChange, TableInfo, make_row
 from pyticdc.replica.changes import NetChange
 from pyticdc.replica.ddl import TableKey
+from pyticdc.replica.mapping import EXCLUDED, map_info
 from pyticdc.replica.modelling import IS_DELETED, Modelling
 from pyticdc.replica.progress import Progress, read_progress, tso_time
-from pyticdc.replica.projection import COMMIT_TS, DIGEST, HIDDEN_COLUMNS, OP, project_changes, table_columns
-from pyticdc.replica.store import DeltaStore
+from pyticdc.replica.projection import COMMIT_TS, DIGEST, HIDDEN_COLUMNS, project_changes, table_columns
+from pyticdc.replica.store import DeltaStore, safe_name
 
-__all__ = ["check_modelling", "compare_replica", "read_replica", "typed_truth", "unsettled_tables"]
+__all__ = ["check_modelling", "compare_replica", "projection_options", "read_replica", "typed_truth",
+           "unsettled_tables"]
 
 #: A row as compared: (column name, typed value) pairs in name order.
 FrozenRow = tuple[tuple[str, Any], ...]
@@ -38,6 +42,25 @@ def _frozen(rows: list[dict[str, Any]], columns: list[str]) -> Counter[FrozenRow
     return Counter(tuple((name, _freeze(row.get(name))) for name in names) for row in rows)
 
 
+def projection_options(protocol: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Codec options whose ``Encoder.project`` gives what replica tables hold of a ``protocol`` stream.
+
+    The replica types columns from the DDL it saw: of Debezium without ``enable-tidb-extension`` it reads
+    BIGINT UNSIGNED values back from their int64 twin and binary columns from the base64 their "string" carries,
+    i.e. it holds what Debezium with the extension carries. Other streams: ``options`` as given.
+    """
+    from pyticdc.codec import canonical_protocol, make_encoder
+
+    given = dict(options or {})
+    if canonical_protocol(protocol) != "debezium":
+        return given
+    parsed = make_encoder("debezium", given).options
+    if parsed.enable_tidb_extension or parsed.debezium_disable_schema:
+        return given
+    kept = {k: v for k, v in given.items() if str(k).strip().lower().replace("_", "-") != "enable-tidb-extension"}
+    return {**kept, "enable-tidb-extension": True}
+
+
 def typed_truth(rows: Counter[Row], truth_info: TableInfo, replica_info: TableInfo, *,
                 time_zone: str = "UTC") -> Counter[FrozenRow]:
     """Truth rows typed the way the replica types rows of ``replica_info``."""
@@ -45,8 +68,7 @@ def typed_truth(rows: Counter[Row], truth_info: TableInfo, replica_info: TableIn
                          table_info=truth_info) for row in rows.elements()]
     net = NetChange(strategy="key", key_columns=(), upserts=upserts)
     typed = project_changes(net, replica_info, rowid=False, time_zone=time_zone)
-    columns = [c for c in typed.column_names if c not in (OP, COMMIT_TS)]
-    return _frozen(typed.to_pylist(), columns)
+    return _frozen(typed.to_pylist(), table_columns(typed.schema))
 
 
 def read_replica(warehouse: str | Path, *, storage_options: Mapping[str, str] | None = None,
@@ -154,11 +176,28 @@ def compare_replica(
         if key not in truth:
             return f"table {name} in the replica but not in the truth ({sum(content[key].values())} rows)"
         entry = progress.tables[key]
+        replica_info = entry.info
+        if entry.kept:
+            # add-only: the replica's columns are the upstream's and those kept after their upstream one went.
+            live = {c.name.lower() for c in replica_info.columns}
+            replica_info = msgspec.structs.replace(replica_info, columns=(
+                *replica_info.columns, *(c for c in entry.kept if c.name.lower() not in live)))
         wanted_columns = sorted(c.name for c in truth_infos[key].columns)
-        got_columns = sorted(c.name for c in entry.info.columns)
+        got_columns = sorted(c.name for c in replica_info.columns)
         if wanted_columns != got_columns:
             return f"table {name}: replica columns {got_columns} differ from the truth's {wanted_columns}"
-        want = typed_truth(truth[key], truth_infos[key], entry.info, time_zone=time_zone)
+        rows, truth_info = truth[key], truth_infos[key]
+        if modelling is not None and not modelling.mapping.is_default:
+            # The truth under the mapping rules, by name (the simulator renames no column, so a column's first
+            # name is its name): the replica's column names and values are then compared with it.
+            target = modelling.mapping.target_table(*key)
+            if entry.path != f"{safe_name(target[0])}/{safe_name(target[1])}":
+                return f"table {name}: replica table at {entry.path}, --table-name says {target[0]}.{target[1]}"
+            rule = {c.name: modelling.mapping.column_target(key[0], key[1], c.name) for c in truth_info.columns}
+            rows = Counter({make_row([(rule[k], v) for k, v in row.items() if rule.get(k, k) != EXCLUDED]) or Row(): n
+                            for row, n in rows.items()})
+            truth_info, replica_info = map_info(truth_info, rule), map_info(entry.info, rule)
+        want = typed_truth(rows, truth_info, replica_info, time_zone=time_zone)
         got = content[key]
         if got == want:
             continue

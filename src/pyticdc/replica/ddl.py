@@ -16,7 +16,8 @@ DROP TABLE a, b / DROP DATABASE d      :class:`DropTable` per table / :class:`Dr
 RENAME TABLE a TO b, c TO d            :class:`RenameTable` per pair (also ALTER TABLE a RENAME TO b)
 TRUNCATE TABLE t                       :class:`TruncateTable`
 ALTER TABLE t ADD/DROP/MODIFY/CHANGE   :class:`AlterTable`: the table after it, the defaults existing rows
-COLUMN, RENAME COLUMN                  take for added columns, renamed columns (old → new)
+COLUMN, RENAME COLUMN                  take for added columns, renamed columns (old → new); :class:`NoTable`
+                                       when the replica has no table ``t`` (nothing to alter)
 index, comment, option changes         nothing (rows keep their values; a new handle shows in the rows)
 anything else                          :class:`Unhandled` (reported; the replica may then differ)
 =====================================  ===========================================================
@@ -56,6 +57,7 @@ __all__ = [
     "CreateTable",
     "DropSchema",
     "DropTable",
+    "NoTable",
     "RenameTable",
     "SchemaChange",
     "TableKey",
@@ -120,6 +122,13 @@ class AlterTable:
 
 
 @dataclass(frozen=True)
+class NoTable:
+    """A column change of a table the replica does not have: nothing to do (its first rows bring their columns)."""
+
+    key: TableKey
+
+
+@dataclass(frozen=True)
 class Unhandled:
     """A statement whose effect on the rows this replica cannot reproduce (or does not understand)."""
 
@@ -128,7 +137,7 @@ class Unhandled:
 
 
 #: What one DDL statement does to the replica.
-SchemaChange = Union[CreateTable, DropTable, DropSchema, RenameTable, TruncateTable, AlterTable, Unhandled]
+SchemaChange = Union[CreateTable, DropTable, DropSchema, RenameTable, TruncateTable, AlterTable, NoTable, Unhandled]
 
 #: The replica's current table info of a table, or None when it has no such table.
 Lookup = Callable[[TableKey], "TableInfo | None"]
@@ -467,7 +476,9 @@ def _alter(ddl: DDLEvent, tokens: list[Token], at: int, lookup: Lookup) -> list[
     post = _post_info(ddl, key)
     base = current if current is not None else post
     if base is None:
-        return []  # a table this replica does not have (filtered out, or created before it started)
+        # A table this replica does not have (filtered out, or created before it started and not written to
+        # since): said, so the replica can count it; the rows that come after carry the columns as they are.
+        return [NoTable(key)]
     state = _Alteration(columns=list(base.columns), indexes=list(base.indexes))
     for spec in top_level_split(list(tokens[after:])):
         _alter_spec(state, spec, ddl.schema)

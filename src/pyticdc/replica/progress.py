@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from pyticdc.arrow.rows import parse_table_info, table_info_json
 from pyticdc.errors import ReplicaError
-from pyticdc.model import TableInfo, physical_ms
+from pyticdc.model import ColumnInfo, TableInfo, physical_ms
 from pyticdc.replica.store import DeltaStore
 
 __all__ = ["PROGRESS_SCHEMA", "Progress", "TableEntry", "read_progress", "tso_time", "write_progress"]
@@ -50,6 +50,8 @@ PROGRESS_SCHEMA: Final = pa.schema([
     ("rows", pa.int64()),
     ("key_columns", pa.list_(pa.field("element", pa.string()))),
     ("table_info", pa.string()),
+    # JSON {"names": ..., "kept": [...]} of column mapping and add-only tables, else NULL.
+    ("column_state", pa.string()),
     ("version", pa.int64()),
     ("state", pa.binary()),
     ("source", pa.string()),
@@ -80,6 +82,10 @@ class TableEntry(msgspec.Struct, kw_only=True):
     rows: int = 0
     #: Handle columns its rows are found by (empty: ``_tidb_rowid`` or the whole row).
     key_columns: tuple[str, ...] = ()
+    #: With column mapping: upstream column → replica column, ``""`` when left out (:mod:`pyticdc.replica.mapping`).
+    names: dict[str, str] = msgspec.field(default_factory=dict)
+    #: With ``--schema-evolution add-only``: replica columns kept after their upstream column went (replica names).
+    kept: tuple[ColumnInfo, ...] = ()
 
 
 class Progress(msgspec.Struct, kw_only=True):
@@ -96,6 +102,11 @@ class Progress(msgspec.Struct, kw_only=True):
     source: dict[str, Any] = msgspec.field(default_factory=dict)
     #: Counters of the consumer and of the replica (``replica``), kept across restarts.
     stats: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class _ColumnState(msgspec.Struct):
+    names: dict[str, str] = msgspec.field(default_factory=dict)
+    kept: tuple[ColumnInfo, ...] = ()
 
 
 def _text(value: Any) -> str:
@@ -119,6 +130,8 @@ def write_progress(store: DeltaStore, progress: Progress) -> None:
             "kind": "table", "schema": entry.schema, "table": entry.table, "path": entry.path, "uid": entry.uid,
             "complete_ts": complete, "complete_time": complete_time, "last_commit_ts": Decimal(entry.last_commit_ts),
             "rows": entry.rows, "key_columns": list(entry.key_columns), "table_info": table_info_json(entry.info),
+            "column_state": msgspec.json.encode({"names": entry.names, "kept": entry.kept}).decode()
+            if entry.names or entry.kept else None,
             "version": progress.version, "updated_at": now,
         })
     data = pa.Table.from_pylist(rows, schema=PROGRESS_SCHEMA)
@@ -126,8 +139,9 @@ def write_progress(store: DeltaStore, progress: Progress) -> None:
     commit = CommitProperties(app_transactions=[Transaction(app_id=store.app_id, version=progress.version)],
                               custom_metadata={"pyticdc.complete_ts": str(progress.consistent_ts)})
     target: Any = store.open(path)
+    # schema_mode: a progress table written before a column existed (column_state) gets it.
     write_deltalake(str(path) if target is None else target, data, mode="overwrite", commit_properties=commit,
-                    name="pyticdc progress", storage_options=store.storage_options)
+                    name="pyticdc progress", storage_options=store.storage_options, schema_mode="merge")
     store.commits += 1
 
 
@@ -150,6 +164,9 @@ def read_progress(store: DeltaStore) -> Progress:
             info=parse_table_info(row["table_info"]), last_commit_ts=int(row["last_commit_ts"] or 0),
             rows=int(row["rows"] or 0), key_columns=tuple(row["key_columns"] or ()),
         )
+        if row.get("column_state"):
+            state = msgspec.json.decode(row["column_state"], type=_ColumnState)
+            entry.names, entry.kept = state.names, state.kept
         tables[(entry.schema, entry.table)] = entry
     return Progress(
         version=int(pipeline["version"]), state=pipeline["state"], consistent_ts=int(pipeline["complete_ts"] or 0),

@@ -6,21 +6,30 @@ the same text rendering and converters as ``typed_rows``), after these metadata 
 ========================  ================  ==================================================================
 column                    type              meaning
 ========================  ================  ==================================================================
-``_commit_ts``            decimal(20,0)     commit ts (TSO) of the row's last change
+``_commit_ts``            bigint            commit ts (TSO, below 2**63) of the row's last change
+``_commit_time``          timestamp (UTC)   the physical time of ``_commit_ts`` (with Canal-JSON without the
+                                            extension: the milliseconds it carries)
 ``_tidb_rowid``           bigint            the row id TiDB stores the row under, where the protocol carries
                                             it (Open Protocol); how rows of a table without handle are found
 ``_pyticdc_row_digest``   binary            only in tables without handle nor row id (and no ``--key``): a
                                             digest of the whole row, how such rows are found
 ``_op``                   string            opt-in: ``insert``, ``update`` or ``delete``, the last change
-``_commit_time``          timestamp (UTC)   opt-in: the physical time of ``_commit_ts``
 ``_ingested_at``          timestamp (UTC)   opt-in: when the batch that wrote the row's last change ran
+``_source_topic``         string            opt-in (driver engine): the Kafka record the last change was read
+``_source_partition``     int               from (the first delivery the consumer kept)
+``_source_offset``        bigint
+``_rescued_data``         string            ``--schema-evolution rescue``: JSON object of values the table cannot
+                                            hold (:mod:`pyticdc.replica.evolution`)
 ``_is_deleted``           boolean           with soft deletes: the row was deleted upstream (last image kept)
 ========================  ================  ==================================================================
 
-Opt-in columns come from :class:`pyticdc.replica.modelling.Modelling`. The digest stays a visible column:
-Delta has no column hidden from readers, and keeping the digest anywhere else (a side table) would need a
-transaction over two tables, which Delta does not have, so a crash between the two would break exactly
-once. It is the last resort: name the columns that identify such rows with ``--key`` and it is not written.
+Opt-in columns come from :class:`pyticdc.replica.modelling.Modelling`; a table written before
+``_commit_time`` was always there gets it on its next write (computed from ``_commit_ts``, see :func:`evolve`).
+
+The digest stays a visible column: Delta has no column hidden from readers, and keeping the digest anywhere
+else (a side table) would need a transaction over two tables, which Delta does not have, so a crash between
+the two would break exactly once. It is the last resort: name the columns that identify such rows with
+``--key`` and it is not written.
 
 Replica tables use the default mapping (:data:`pyticdc.arrow.types.DEFAULT_TYPES`), as ``typed_rows`` does
 by default: TIME is ``bigint`` microseconds (-838:59:59 is -3020399000000), Delta having no interval type.
@@ -41,7 +50,9 @@ from pyticdc.arrow.rows import row_images
 from pyticdc.arrow.types import column_arrow_type, table_arrow_schema, text_converter, typed_arrays
 from pyticdc.errors import ReplicaError
 from pyticdc.model import RowChange, TableInfo
+from pyticdc.mysql import STRING_TYPES
 from pyticdc.replica.changes import NetChange
+from pyticdc.replica.evolution import RESCUED, rescued_json
 from pyticdc.replica.modelling import IS_DELETED, Modelling
 from pyticdc.replica.progress import tso_time
 from pyticdc.replica.store import ACTION, SHAPE
@@ -54,6 +65,7 @@ __all__ = [
     "ROWID",
     "MergeSource",
     "add_digests",
+    "base64_texts",
     "evolve",
     "merge_source",
     "project_changes",
@@ -73,14 +85,18 @@ HIDDEN_COLUMNS: Final = (COMMIT_TS, ROWID, DIGEST)
 #: (delta-rs writes those of a DECIMAL wider than 18 digits through a float).
 _TSO: Final = pa.int64()
 _UTC: Final = pa.timestamp("us", tz="UTC")
+#: Position of each ``_source_*`` column in a record position (topic, partition, offset).
+_SOURCE_INDEX: Final = {"_source_topic": 0, "_source_partition": 1, "_source_offset": 2}
 #: Types of the opt-in metadata columns.
-METADATA_TYPES: Final = {"_op": pa.string(), "_commit_time": _UTC, "_ingested_at": _UTC, IS_DELETED: pa.bool_()}
+METADATA_TYPES: Final = {"_op": pa.string(), "_commit_time": _UTC, "_ingested_at": _UTC, IS_DELETED: pa.bool_(),
+                          RESCUED: pa.string(), "_source_topic": pa.string(), "_source_partition": pa.int32(),
+                          "_source_offset": pa.int64()}
 
 
 def replica_schema(info: TableInfo, *, rowid: bool, digest: bool, modelling: Modelling | None = None) -> pa.Schema:
     """The Arrow schema of a replica table of ``info``, with the chosen hidden and metadata columns."""
     fields = [pa.field(COMMIT_TS, _TSO)]
-    extra = modelling.row_columns if modelling is not None else ()
+    extra = (modelling or Modelling()).row_columns
     fields.extend(pa.field(name, METADATA_TYPES[name]) for name in extra)
     if rowid:
         fields.append(pa.field(ROWID, pa.int64()))
@@ -95,7 +111,7 @@ def replica_schema(info: TableInfo, *, rowid: bool, digest: bool, modelling: Mod
 
 def table_columns(schema: pa.Schema, modelling: Modelling | None = None) -> list[str]:
     """The upstream table's columns of a replica schema (without the hidden and the chosen metadata ones)."""
-    extra = set(modelling.row_columns) if modelling is not None else set()
+    extra = set((modelling or Modelling()).row_columns)
     return [name for name in schema.names if name not in HIDDEN_COLUMNS and name not in (OP, SHAPE)
             and name not in extra]
 
@@ -106,15 +122,36 @@ def _digest(values: Sequence[Any]) -> bytes:
     return hashlib.blake2b(repr(tuple(values)).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def add_digests(table: pa.Table, modelling: Modelling | None = None) -> pa.Table:
-    """``table`` with ``_pyticdc_row_digest`` computed from its upstream columns (in name order)."""
-    names = sorted(table_columns(table.schema, modelling))
+def add_digests(table: pa.Table, modelling: Modelling | None = None, *,
+                unhashed: frozenset[str] = frozenset()) -> pa.Table:
+    """``table`` with ``_pyticdc_row_digest`` computed from its upstream columns (in name order).
+
+    ``unhashed``: columns left out (add-only's kept columns: upstream images no longer carry them, so the
+    digest of a row written before the drop must still be the one its later delete image gives)."""
+    names = sorted(n for n in table_columns(table.schema, modelling) if n not in unhashed)
     columns = [table.column(name).to_pylist() for name in names]
     digests = [_digest(values) for values in zip(*columns)] if columns else [_digest(())] * table.num_rows
     array = pa.array(digests, pa.binary())
     if DIGEST in table.schema.names:
         return table.set_column(table.schema.get_field_index(DIGEST), DIGEST, array)
     return table.append_column(DIGEST, array)
+
+
+def base64_texts(row_info: TableInfo, info: TableInfo) -> frozenset[str]:
+    """Columns the table has as binary strings that ``row_info`` (a row's own schema) calls text.
+
+    Debezium without ``enable-tidb-extension`` declares BINARY, VARBINARY and BLOB columns ``string`` and sends
+    their bytes as base64 (no other protocol calls a binary column text): where the table's schema, from its
+    DDL, says binary, the row's text is that base64.
+    """
+    out = []
+    for column in row_info.columns:
+        target = info.column(column.name)
+        if target is None or target.type_code not in STRING_TYPES or column.type_code not in STRING_TYPES:
+            continue
+        if pa.types.is_binary(column_arrow_type(target)) and not pa.types.is_binary(column_arrow_type(column)):
+            out.append(column.name)
+    return frozenset(out)
 
 
 def project_changes(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str = "UTC",
@@ -140,8 +177,12 @@ class MergeSource:
 
 
 def merge_source(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str = "UTC",
-                 modelling: Modelling | None = None, ingested_at: dt.datetime | None = None) -> MergeSource:
-    """The MERGE source of a net change, with a shape per partial image (only the columns it carries are set)."""
+                 modelling: Modelling | None = None, ingested_at: dt.datetime | None = None,
+                 origins: Mapping[int, tuple[str, int, int]] | None = None,
+                 unhashed: frozenset[str] = frozenset()) -> MergeSource:
+    """The MERGE source of a net change, with a shape per partial image (only the columns it carries are set).
+
+    ``origins``: (topic, partition, offset) of each action by ``id`` (the ``_source_*`` columns)."""
     table_arrow_schema(info)  # a column named like a projection metadata column is refused, as ever
     modelling = modelling or Modelling()
     soft = modelling.soft_delete
@@ -150,11 +191,15 @@ def merge_source(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str
     # an EventRowBuilder batch (image ``current``), without the round trip through Arrow map columns.
     images: list[dict[str, str | None]] = []
     marks: list[frozenset[str]] = []
+    carried: dict[int, frozenset[str]] = {}
     for action in actions:
         post, pre, encoded = row_images(action)
         chosen = post if post is not None else pre
         images.append(dict(zip(chosen[0], chosen[1])) if chosen is not None else {})
-        marks.append(frozenset(encoded))
+        row_info = action.table_info
+        if row_info is not None and id(row_info) not in carried:
+            carried[id(row_info)] = base64_texts(row_info, info)
+        marks.append(frozenset(encoded) | carried[id(row_info)] if row_info is not None else frozenset(encoded))
     typed = typed_arrays(images, marks, info, time_zone=time_zone)
     digest = net.strategy == "image"
     schema = replica_schema(info, rowid=rowid, digest=digest, modelling=modelling)
@@ -188,6 +233,16 @@ def merge_source(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str
             arrays.append(pa.array([tso_time(a.commit_ts) for a in actions], _UTC))
         elif field.name == "_ingested_at":
             arrays.append(pa.array([ingested_at or dt.datetime.now(dt.timezone.utc)] * len(actions), _UTC))
+        elif field.name in _SOURCE_INDEX:
+            # Where each action's change was read ((topic, partition, offset) by the action's id): NULL unknown.
+            where = [(origins or {}).get(id(a)) for a in actions]
+            at = _SOURCE_INDEX[field.name]
+            arrays.append(pa.array([None if w is None or w[1] < 0 else w[at] for w in where], field.type))
+        elif field.name == RESCUED:
+            # --schema-evolution rescue: what an image carries beyond the table's columns, instead of lost.
+            known = {c.name for c in info.columns}
+            arrays.append(pa.array([rescued_json(None, {k: v for k, v in image.items() if k not in known})
+                                    for image in images], pa.string()))
         elif field.name == IS_DELETED:
             arrays.append(pa.array([False] * count + [True] * len(net.deletes), pa.bool_()))
         else:
@@ -195,7 +250,7 @@ def merge_source(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str
         names.append(field.name)
     table = pa.Table.from_arrays(arrays, names=names)
     if digest:
-        table = add_digests(table, modelling)
+        table = add_digests(table, modelling, unhashed=unhashed)
     table = table.select([*names[:2 if (shapes or soft) else 1], *schema.names])
     assigned = {number: [*(n for n in upstream if n in present), *metadata, *([ROWID] if rowid else [])]
                 for present, number in shapes.items()}
@@ -225,9 +280,24 @@ def _cast(array: pa.ChunkedArray, kind: pa.DataType, where: str) -> pa.ChunkedAr
                            "the replica cannot follow this column type change: re-create the table") from None
 
 
+def _convert_each(array: pa.ChunkedArray, kind: pa.DataType) -> tuple[pa.Array, list[Any]]:
+    # Value by value: those that convert exactly stay, the others become NULL and are returned (None where kept).
+    kept: list[Any] = []
+    lost: list[Any] = []
+    for value in array.to_pylist():
+        try:
+            kept.append(pc.cast(pa.array([value], array.type), kind, safe=True)[0].as_py())
+            lost.append(None)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            kept.append(None)
+            lost.append(value)
+    return pa.array(kept, kind), lost
+
+
 def evolve(
     data: pa.Table, info: TableInfo, *, rowid: bool, digest: bool, defaults: Mapping[str, str | None] | None = None,
     renamed: Mapping[str, str] | None = None, time_zone: str = "UTC", modelling: Modelling | None = None,
+    unhashed: frozenset[str] = frozenset(),
 ) -> pa.Table:
     """Existing replica rows in the layout of ``info``: renamed, converted, added (with defaults) or dropped columns.
 
@@ -242,6 +312,8 @@ def evolve(
         data = data.filter(pc.invert(pc.fill_null(data.column(IS_DELETED), False)))
     arrays: list[pa.ChunkedArray | pa.Array] = []
     present = set(data.schema.names)
+    rescue = RESCUED in schema.names
+    rescued: dict[str, list[Any]] = {}
     for field in schema:
         if field.name == DIGEST:
             arrays.append(pa.nulls(data.num_rows, pa.binary()))
@@ -249,12 +321,30 @@ def evolve(
         if field.name == IS_DELETED and field.name not in data.schema.names:
             arrays.append(pa.array([False] * data.num_rows, pa.bool_()))  # soft deletes turned on: all live
             continue
+        if field.name == "_commit_time" and field.name not in present and COMMIT_TS in present:
+            # A table written when _commit_time was opt-in: each row's time follows from its commit ts.
+            times = [None if ts is None else tso_time(int(ts)) for ts in data.column(COMMIT_TS).to_pylist()]
+            arrays.append(pa.array(times, _UTC))
+            continue
         source = sources.get(field.name, field.name)
-        if source in present:
+        if source in present and rescue:
+            try:
+                arrays.append(_cast(data.column(source), field.type, f"{info.qualified_name}.{field.name}"))
+            except ReplicaError:
+                # --schema-evolution rescue: values the new type cannot hold go to _rescued_data, not lost.
+                kept, lost = _convert_each(data.column(source), field.type)
+                rescued[field.name] = lost
+                arrays.append(kept)
+        elif source in present:
             arrays.append(_cast(data.column(source), field.type, f"{info.qualified_name}.{field.name}"))
         else:
             value = typed_default(info, field.name, defaults.get(field.name), time_zone=time_zone)
             arrays.append(pa.array([value] * data.num_rows, field.type) if value is not None
                           else pa.nulls(data.num_rows, field.type))
+    if rescued:
+        at = schema.get_field_index(RESCUED)
+        existing = arrays[at].to_pylist()
+        arrays[at] = pa.array([rescued_json(existing[i], {name: values[i] for name, values in rescued.items()})
+                               for i in range(data.num_rows)], pa.string())
     evolved = pa.Table.from_arrays(arrays, schema=schema)
-    return add_digests(evolved, modelling) if digest else evolved
+    return add_digests(evolved, modelling, unhashed=unhashed) if digest else evolved

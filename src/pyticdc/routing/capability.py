@@ -16,7 +16,10 @@ canal-json                     no        ms (es<<18)   MySQL type text, pkNames 
 canal-json + extension         yes       exact         MySQL type text, pkNames
 debezium                       no        exact         Kafka Connect schema       DECIMAL as double (precision
                                                                                   beyond float64 is lost); DDL
-                                                                                  actions Debezium lacks dropped
+                                                                                  actions Debezium lacks dropped;
+                                                                                  BIGINT UNSIGNED as int64 and
+                                                                                  binary as base64 text (see
+                                                                                  capability notes)
 debezium + extension           yes       exact         Kafka Connect schema       resolved as op "m" messages
 simple                         yes       exact         full table schema          rows carry no schema: a BOOTSTRAP
                                                        (BOOTSTRAP, DDL)           (synthesized here from whatever
@@ -113,6 +116,9 @@ def capability(protocol: str, options: Mapping[str, Any] | None = None) -> Capab
         no_schema = _truthy(options, "debezium-disable-schema")
         if not extension:
             notes.append("no resolved ts (op 'm' watermarks need enable-tidb-extension)")
+            notes.append("BIGINT UNSIGNED is carried as int64 (2**64-1 as -1, values from 2**63 negative) and binary "
+                         "columns as base64 in a 'string': a replica reads both back where the table's DDL says "
+                         "UNSIGNED or binary; a decoded row alone keeps them as carried")
         notes.append("DECIMAL is carried as a double: digits beyond float64 precision are lost")
         notes.append("DDL actions Debezium has no statement for are dropped")
         if not old:

@@ -15,11 +15,24 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from pyticdc.codec import make_encoder
 from pyticdc.codec.base import BaseEncoder
 from pyticdc.consumer import ApplyUnit, Consumer, ConsumerStats, handle_columns
 from pyticdc.errors import OracleMismatch
-from pyticdc.model import KafkaRecord, Op, Row, RowChange, TableInfo, physical_ms
+from pyticdc.model import (
+    ActionType,
+    ColumnInfo,
+    DDLEvent,
+    KafkaRecord,
+    Op,
+    Row,
+    RowChange,
+    TableInfo,
+    Value,
+    physical_ms,
+)
 from pyticdc.sim.faults import (
     Logs,
     add_garbage,
@@ -33,7 +46,7 @@ from pyticdc.sim.faults import (
 from pyticdc.sim.replica import Replica
 from pyticdc.sim.workload import History, Snapshot, TableTruth
 
-__all__ = ["FaultPlan", "OracleReport", "TruthProjector", "check_history", "compare", "inject"]
+__all__ = ["FaultPlan", "OracleReport", "TruthProjector", "add_only_truth", "check_history", "compare", "inject"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,10 @@ class TruthProjector:
             raise OracleMismatch(f"{type(self.encoder).__name__}.project dropped a row of {info.qualified_name}")
         return event.columns
 
+    def row(self, info: TableInfo, row: Row) -> Row:
+        """One row as the protocol carries it (the history oracle projects every version)."""
+        return self._project(info, row)
+
     def table(self, truth: TableTruth) -> Counter[Row]:
         """The projected rows of one table's truth, as a multiset."""
         cached = self._tables.get(id(truth))
@@ -147,6 +164,72 @@ def compare(
                 f" (and {len(extra)} replica rows not in the truth, first {dict(extra[0])})" if extra else "")
         return f"table {name}: replica row not in the truth: {dict(extra[0])}"
     return None
+
+
+def _row_keys(change: RowChange) -> set[Hashable]:
+    # The truth's keys a change may be stored under (TableTruth.rows): its row id (_tidb_rowid, or the integer
+    # handle), else its clustered primary key. Both are tried: one table never uses both kinds of keys.
+    info = change.table_info
+    primary = next((i.columns for i in info.indexes if i.primary), ()) if info is not None else ()
+    keys: set[Hashable] = {change.row_id} if change.row_id else set()
+    for image in (change.pre_columns, change.columns):
+        if image is not None and primary:
+            keys.add(tuple(image.get(c) for c in primary))
+    return keys
+
+
+def add_only_truth(history: History, commit_ts: int) -> Snapshot:
+    """The truth at ``commit_ts`` as an ``add-only`` replica holds it: dropped columns kept.
+
+    A dropped column stays with the value each row had when it was dropped, NULL in the rows written (inserted
+    or updated) after the drop; a column added again under a dropped one's name is the live one again. (A
+    renamed column would be a kept old name and an added new one: the simulator renames no column.)
+    """
+    kept: dict[str, dict[str, ColumnInfo]] = {}
+    held: dict[str, dict[Hashable, dict[str, Value]]] = {}
+    for event in history.events:
+        if isinstance(event, RowChange) and event.commit_ts <= commit_ts:
+            values = held.get(event.table)
+            if values:
+                for key in _row_keys(event):
+                    values.pop(key, None)  # written after the drop: the replica's MERGE leaves kept columns NULL
+        elif isinstance(event, DDLEvent) and event.commit_ts <= commit_ts:
+            action, name = event.ddl_type, event.table
+            pre = event.pre_table_info
+            if action in (ActionType.CREATE_TABLE, ActionType.DROP_TABLE, ActionType.TRUNCATE_TABLE):
+                if action != ActionType.TRUNCATE_TABLE:
+                    kept.pop(name, None)
+                held.pop(name, None)  # no rows left (a TRUNCATE's new row ids start again)
+            elif action == ActionType.RENAME_TABLE and pre is not None:
+                if pre.table in kept:
+                    kept[name] = kept.pop(pre.table)
+                if pre.table in held:
+                    held[name] = held.pop(pre.table)
+            elif pre is not None and event.table_info is not None:
+                live = {c.name.lower() for c in event.table_info.columns}
+                for column_name in [c for c in kept.get(name, {}) if c.lower() in live]:
+                    del kept[name][column_name]  # added again: the live column, as the replica has it
+                    for kept_values in held.get(name, {}).values():
+                        kept_values.pop(column_name, None)
+                gone = [c for c in pre.columns if c.name.lower() not in live]
+                if gone:
+                    before = history.truth_at(event.commit_ts - 1).get((event.schema, name))
+                    table_values = held.setdefault(name, {})
+                    for key, row in (before.rows.items() if before is not None else ()):
+                        table_values.setdefault(key, {}).update({c.name: row.get(c.name) for c in gone})
+                    kept.setdefault(name, {}).update({c.name: c for c in gone})
+    truth = history.truth_at(commit_ts)
+    out: dict[tuple[str, str], TableTruth] = {}
+    for key, table in truth.items():
+        columns = kept.get(key[1])
+        if not columns:
+            out[key] = table
+            continue
+        by_key = held.get(key[1], {})
+        info = msgspec.structs.replace(table.info, columns=(*table.info.columns, *columns.values()))
+        rows = {k: Row({**row, **{c: by_key.get(k, {}).get(c) for c in columns}}) for k, row in table.rows.items()}
+        out[key] = TableTruth(info=info, rows=rows)
+    return out
 
 
 def _clock_for(history: History) -> Callable[[], int]:

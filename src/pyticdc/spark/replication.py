@@ -62,8 +62,9 @@ TopicPartition = tuple[str, int]
 #: its partitions) while keeping per-batch costs (Spark job, Delta commits) small next to the work.
 DEFAULT_BATCH_RECORDS = 200_000
 #: Apply engines: ``driver`` (the reference: records decoded and applied by the driver), ``distributed``
-#: (decode, de-dup, net change and MERGE in the executors: :mod:`pyticdc.spark.apply`), ``auto``.
-ENGINES = ("driver", "distributed", "auto")
+#: (decode, de-dup, net change and MERGE in the executors: :mod:`pyticdc.spark.apply`), ``delta-spark`` (the
+#: distributed plan with MERGE INTO by Delta on Spark: :mod:`pyticdc.spark.apply.delta_spark`), ``auto``.
+ENGINES = ("driver", "distributed", "delta-spark", "auto")
 _RECORDS_DDL = "key binary, value binary, topic string, partition int, offset bigint"
 #: What reads Kafka: the ``pyticdc`` data source (confluent-kafka) or Spark's JVM ``format("kafka")``.
 READERS = ("pyticdc", "kafka")
@@ -294,6 +295,19 @@ def _json(offsets: Mapping[TopicPartition, int]) -> str:
     return orjson.dumps(offsets_json(offsets)).decode()
 
 
+def _merge_engine(spark: Any, engine: str) -> str:
+    """Who MERGEs for ``engine``: ``delta-spark`` (checked: ``spark`` runs Delta on Spark) or ``delta-rs``."""
+    if engine != "delta-spark":
+        return "delta-rs"
+    from pyticdc.spark.session import DELTA_PACKAGE, has_delta
+
+    if not has_delta(spark):
+        raise ConfigError("engine 'delta-spark' needs a session with Delta on Spark: the delta-spark jar "
+                          f"({DELTA_PACKAGE}, which python3 run.py provisions in .jars/spark) and its extension and "
+                          "catalog, e.g. pyticdc.spark.session.spark_session(delta=True)")
+    return "delta-spark"
+
+
 class SparkReplication:
     """A replication job: ``source`` → the Delta replica in ``warehouse``, with Spark reading the records.
 
@@ -302,16 +316,18 @@ class SparkReplication:
     report (progress display). ``hook``: see :class:`pyticdc.replica.DeltaReplica` (crash tests).
     ``warehouse``: a directory or an object-store URL (``s3://bucket/wh``; ``storage_options`` are delta-rs'
     own, see :mod:`pyticdc.replica.storage`); an object store is written by the driver engine only.
-    ``modelling``: metadata columns, soft deletes, key overrides, TRUNCATE handling
-    (:class:`pyticdc.replica.modelling.Modelling`); the distributed engine refuses key overrides (``auto``
-    then picks the driver engine).
+    ``modelling``: metadata columns, soft deletes, key overrides, TRUNCATE handling, history tables
+    (:class:`pyticdc.replica.modelling.Modelling`); the distributed engine refuses key overrides and history
+    tables (``auto`` then picks the driver engine).
+    ``engine``: ``auto`` (the default) is ``distributed`` wherever it applies to the source and options, else
+    ``driver``; ``driver``, ``distributed`` and ``delta-spark`` are chosen as said or refused with the reason.
     """
 
     def __init__(
         self, spark: Any, source: ReplicationSource, warehouse: str | Path, *, tables: Sequence[str] | None = None,
         time_zone: str | None = None, batch_records: int = DEFAULT_BATCH_RECORDS, hook: Hook | None = None,
         on_batch: Callable[[BatchReport], None] | None = None, app_id: str = APP_ID,
-        partitions: Mapping[str, int] | None = None, engine: str = "driver",
+        partitions: Mapping[str, int] | None = None, engine: str = "auto",
         storage_options: Mapping[str, str] | None = None, modelling: Modelling | None = None,
         table_options: TableOptions | None = None, starting_offsets: str | None = None,
         ending_offsets: str | None = None,
@@ -326,6 +342,9 @@ class SparkReplication:
             raise ConfigError("batch_records must be >= 1")
         if engine not in ENGINES:
             raise ConfigError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+        #: Who MERGEs in the distributed plan: delta-rs in the executors, or Delta on Spark (``delta-spark``).
+        self.merge = _merge_engine(spark, engine)
+        engine = "distributed" if engine == "delta-spark" else engine
         #: Metadata columns, soft deletes, key overrides, TRUNCATE handling (:mod:`pyticdc.replica.modelling`).
         self.modelling = modelling or Modelling()
         #: Partitioning, table properties, OPTIMIZE/VACUUM schedule (:mod:`pyticdc.replica.maintenance`).
@@ -397,7 +416,8 @@ class SparkReplication:
                 self.spark, str(self.warehouse), self.source.protocol, self.source.options,
                 partitions=self.partitions(),
                 tables=self.tables, time_zone=self.time_zone, hook=self.hook, app_id=self.app_id,
-                source=self.source.describe(), modelling=self.modelling, table_options=self.table_options)
+                source=self.source.describe(), modelling=self.modelling, table_options=self.table_options,
+                merge=self.merge)
         if self._replicator is None or self._replicator.broken:
             self._replicator = Replicator(
                 self.warehouse, self.source.protocol, self.source.options, partitions=self.partitions(),
@@ -586,7 +606,8 @@ def replication_sink(
     """A ``foreachBatch`` function replicating micro-batches of raw Kafka records (JVM ``format("kafka")`` too).
 
     ``partitions``: partition count of every subscribed topic. ``engine``: as :class:`SparkReplication`'s
-    (``distributed`` keeps the records in the executors). ``warehouse`` may be an object-store URL
+    (``distributed`` keeps the records in the executors; ``delta-spark`` too, with MERGE INTO by Delta on
+    Spark: the query's session must have it). ``warehouse`` may be an object-store URL
     (``storage_options``: as :class:`SparkReplication`'s). The returned function keeps one pipeline for the
     query and rebuilds it from the committed progress after a failed batch.
     """
@@ -594,12 +615,15 @@ def replication_sink(
 
     storage = storage_options_for(str(location(warehouse)), storage_options)
     remote = isinstance(location(warehouse), RemotePath)
-    if remote and engine == "distributed":
-        raise ConfigError(f"engine 'distributed' writes to local or mounted warehouses only; {warehouse} is "
+    if remote and engine in ("distributed", "delta-spark"):
+        raise ConfigError(f"engine {engine!r} writes to local or mounted warehouses only; {warehouse} is "
                           "replicated by the driver engine")
 
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+    # Delta on Spark is checked on the first micro-batch's session (the query's).
+    merge = "delta-spark" if engine == "delta-spark" else "delta-rs"
+    engine = "distributed" if engine == "delta-spark" else engine
     modelling = modelling or Modelling()
     if engine == "distributed" and modelling.driver_only:
         raise ConfigError(f"engine 'distributed' does not implement {', '.join(modelling.driver_only)} yet: "
@@ -618,7 +642,8 @@ def replication_sink(
 
                 replicator = DistributedReplicator(batch_df.sparkSession, warehouse, protocol, options,
                                                    partitions=partitions, tables=tables, time_zone=time_zone,
-                                                   app_id=app_id, modelling=modelling)
+                                                   app_id=app_id, modelling=modelling,
+                                                   merge=_merge_engine(batch_df.sparkSession, merge))
             else:
                 replicator = Replicator(warehouse, protocol, options, partitions=partitions, tables=tables,
                                         time_zone=time_zone, app_id=app_id, modelling=modelling,

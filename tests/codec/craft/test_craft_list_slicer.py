@@ -1,6 +1,6 @@
 """Craft fast path on rows whose value lengths take several bytes (long texts and blobs) and NULLs:
-the generated list slicer (any length combination, nothing compiled per combination) against the
-reference path, on generated tables and rows."""
+the generated image reader (any length combination, nothing compiled per combination; the
+previous row's length kinds tried first) against the reference path, on generated tables and rows."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec import craft
-from pyticdc.codec.craft import fastpath
+from pyticdc.codec.craft import fastpath, fastpath_image
 from pyticdc.model import Event, Row, RowChange
 from strategies import row_changes
 
@@ -47,16 +47,18 @@ def test_list_slicer_agrees_with_the_reference_path(rows: list[RowChange], facto
     for message in messages:
         assert message.value is not None
         reference = decoder.decode_reference(message.value)
-        for _ in range(3):  # first sighting (slicers), then a compiled layout, then the cached one
+        for _ in range(3):  # first sighting (new length kinds), then the remembered ones
             fast = decoder._fast.decode(message.value)
             assert fast is not None  # model values never leave the fast path
             assert _typed(fast) == _typed(reference)
 
 
 def test_coded_lengths_accept_only_minimal_lengths_from_null() -> None:
-    # Code 1 (zigzag -1) is the only NULL; -2 and below, and non-minimal 2-byte codes, are absent.
-    lengths = fastpath._coded_lengths()
+    # Code 1 (zigzag -1) is the only NULL; -2 and below, and non-minimal 2-byte codes, are absent;
+    # a one-byte varint is keyed by its int ("B" field), a two-byte one by its bytes ("2s" field).
+    lengths = fastpath_image.coded_lengths()
     assert lengths[1] == 0 and lengths[0] == 0 and lengths[2] == 1 and lengths[0x7E] == 63
-    assert 3 not in lengths and 0x0081 not in lengths  # -2; non-minimal 81 00 (= -1)
-    assert lengths[0x0180] == 64  # 80 01: zigzag 128 → 64
-
+    assert 3 not in lengths and b"\x81\x00" not in lengths  # -2; non-minimal 81 00 (= -1)
+    assert lengths[b"\x80\x01"] == 64  # 80 01: zigzag 128 → 64
+    assert b"\x04\x00" not in lengths and 0x80 not in lengths  # two one-byte varints; a continuation byte
+    assert all(value >= 0 for value in lengths.values())

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec import simple
-from pyticdc.codec.simple.fastpath_json import lax_json_safe
+from pyticdc.codec.simple.fastpath_json import lax_json_safe, lax_null_safe, lax_zero_safe
 from pyticdc.model import Row, RowChange
 from strategies import row_changes
 
@@ -38,6 +38,10 @@ def test_every_spelling_of_a_misread_string_is_found(literal: bytes, noise: byte
     message = b'{"data":{' + noise.replace(b",", b":1,") + b'"c":' + literal + b"}}"
     orjson.loads(message)  # a real JSON document
     assert not lax_json_safe(message)
+    # each half finds its own misread string and only that one (the readers call them separately)
+    is_null = value.lower() == "null"
+    assert lax_null_safe(message) is not is_null
+    assert lax_zero_safe(message) is is_null
 
 
 @settings(max_examples=100)
@@ -47,6 +51,8 @@ def test_other_strings_and_escapes_are_safe(noise: bytes) -> None:
     message = b'{"data":{"a":' + noise + b',"b":null,"c":"-1"}}'
     orjson.loads(message)
     assert lax_json_safe(message)
+    assert lax_null_safe(message)
+    assert lax_zero_safe(message)
 
 
 def _with_escapes_and_nulls(rows: list[RowChange]) -> list[RowChange]:

@@ -27,6 +27,7 @@ from pyticdc.codec.canal_json.message import (
     value_kind,
 )
 from pyticdc.codec.canal_json.values import parse_value, render
+from pyticdc.codec.canal_json.writer import WRITER_DECLINES, RowWriter, row_writer
 from pyticdc.codec.compression import compress
 from pyticdc.codec.jsontext import easyjson_quote, go_json_quote
 from pyticdc.errors import ConfigError, DecodeError, EncodeError
@@ -208,6 +209,8 @@ class Encoder(BaseEncoder):
         options = self.options
         self._only_updated = options.only_output_updated_columns or options.content_compatible
         self._plans: dict[int, _EncTable] = {}
+        #: id(TableInfo) → (the TableInfo, its generated row writer for these options, if any).
+        self._writers: dict[int, tuple[TableInfo, RowWriter | None]] = {}
         handling = options.large_message_handle_option
         if handling != "none" and not options.enable_tidb_extension:
             raise ConfigError(
@@ -337,7 +340,35 @@ class Encoder(BaseEncoder):
     def _fits(self, value: bytes) -> bool:
         return len(value) + RECORD_OVERHEAD <= self.options.max_message_bytes
 
+    def _writer(self, table_info: TableInfo) -> RowWriter | None:
+        entry = self._writers.get(id(table_info))
+        if entry is None or entry[0] is not table_info:
+            if len(self._writers) > 256:
+                self._writers.clear()
+            options = self.options
+            entry = (table_info, row_writer(table_info, options.content_compatible, options.enable_tidb_extension,
+                                            self._only_updated, options.delete_only_output_handle_key_columns))
+            self._writers[id(table_info)] = entry
+        return entry[1]
+
     def _encode_row(self, event: RowChange) -> Message | None:
+        # The table's generated writer writes the common message whole; the reference path below
+        # writes what it declines and every message over max-message-bytes.
+        table_info = event.table_info
+        if table_info is not None:
+            writer = self._writer(table_info)
+            if writer is not None:
+                try:
+                    fast = writer(event, int(self.clock()))
+                except WRITER_DECLINES:
+                    fast = None
+                if fast is not None:
+                    fast = compress(self.options.large_message_handle_compression, fast)
+                    if self._fits(fast):
+                        return Message(None, fast, (event,))
+        return self._encode_row_reference(event)
+
+    def _encode_row_reference(self, event: RowChange) -> Message | None:
         kind = _row_kind(event)
         if kind is None:
             return None  # TiCDC drops rows with neither image (§1.3)
@@ -399,9 +430,31 @@ class Encoder(BaseEncoder):
     def encode(self, events: Iterable[Event]) -> list[Message]:
         """One message per row / DDL / watermark (Canal-JSON never batches)."""
         messages: list[Message] = []
+        writers, clock = self._writers, self.clock
+        # A row of a table whose writer is known is written here without _encode_row's calls (it
+        # does the same for a table seen first); what the writer declines or what exceeds
+        # max-message-bytes goes the reference way.
+        room = self.options.max_message_bytes - RECORD_OVERHEAD
+        compression = self.options.large_message_handle_compression
         for event in events:
             message: Message | None
-            if isinstance(event, RowChange):
+            if type(event) is RowChange:
+                entry = writers.get(id(event.table_info))
+                if entry is not None and entry[0] is event.table_info and entry[1] is not None:
+                    try:
+                        value = entry[1](event, int(clock()))
+                    except WRITER_DECLINES:
+                        value = None
+                    if value is not None:
+                        if compression != "none":
+                            value = compress(compression, value)
+                        if len(value) <= room:
+                            messages.append(Message(None, value, (event,)))
+                            continue
+                    message = self._encode_row_reference(event)
+                else:
+                    message = self._encode_row(event)
+            elif isinstance(event, RowChange):
                 message = self._encode_row(event)
             elif isinstance(event, DDLEvent):
                 message = self._encode_ddl(event)

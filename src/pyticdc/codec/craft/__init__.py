@@ -7,7 +7,8 @@ doc's layout is wrong (§11.2). Decoding is stricter than the Go decoder where G
 silently misread, and bad bytes raise only ``DecodeError("craft", reason, offset)``; what real
 encoders wrote is accepted as is (docs/protocols/craft.md, "Tolerances"). The package follows
 TiCDC's layout: ``message`` (constants and the wire model), ``primitives`` (varints and chunks),
-``values``, ``framing``, ``events``, ``encoder``, ``decoder`` with its ``fastpath``, ``explain``.
+``values``, ``framing``, ``events``, ``encoder`` with its fast ``writer``, ``decoder`` with its
+``fastpath`` (and ``fastpath_image``, the generated row image readers), ``explain``.
 """
 
 from __future__ import annotations

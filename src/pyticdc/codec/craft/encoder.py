@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, cast
 
 from pyticdc.codec.base import BaseEncoder, Message
 from pyticdc.codec.craft.events import TableCache, row_event
@@ -24,6 +24,14 @@ from pyticdc.codec.craft.message import (
 )
 from pyticdc.codec.craft.primitives import CraftWriter
 from pyticdc.codec.craft.values import ValueEncoder, encode_null, value_encoder
+from pyticdc.codec.craft.writer import (
+    FastRow,
+    ImageWriter,
+    MessageConstants,
+    cached_image_writer,
+    message_constants,
+    rows_message,
+)
 from pyticdc.errors import EncodeError
 from pyticdc.model import ColumnFlag, DDLEvent, Event, RowChange, TableInfo, Value, Watermark
 
@@ -46,7 +54,8 @@ class _TablePlan:
     """Per-TableInfo encoding plan: columns in table order (virtual ones never carry values)."""
 
     __slots__ = (
-        "by_name", "encoders", "fixed_size", "full_blob", "full_flags", "full_names", "full_types", "ordered", "zeros",
+        "by_name", "constants", "encoders", "fixed_size", "full_blob", "full_flags", "full_names", "full_types",
+        "ordered", "writer", "zeros",
     )
 
     def __init__(self, table_info: TableInfo) -> None:
@@ -74,6 +83,20 @@ class _TablePlan:
         self.encoders = tuple((p.name, p.encoder or encode_null) for p in self.ordered)
         #: The (unused) value offsets of an encoder-built full group, shared.
         self.zeros = [0] * len(self.ordered)
+        #: The fast path's generated full-image writer (writer.py); None: no columns, reference only.
+        self.writer = cached_image_writer(self.encoders) if self.ordered else None
+        #: (schema, table) → the fast path's message constants of this layout.
+        self.constants: dict[tuple[str, str], MessageConstants] = {}
+
+    def message_constants(self, schema: str, table: str) -> MessageConstants:
+        """The term dictionary and group headers of a one-table message of this layout (writer.py)."""
+        found = self.constants.get((schema, table))
+        if found is None:
+            if len(self.constants) >= 64:
+                self.constants.clear()
+            found = self.constants[(schema, table)] = message_constants(
+                schema, table, self.full_names, self.full_blob)
+        return found
 
 
 class _PendingRow(NamedTuple):
@@ -194,10 +217,20 @@ class Encoder(BaseEncoder):
         estimated += 32 + len(utf8(schema, "schema")) + len(utf8(table, "table"))
         return _PendingRow(event.commit_ts, partition, schema, table, groups, estimated)
 
-    @staticmethod
-    def _rows_message(rows: list[_PendingRow], events: list[Event]) -> Message:
+    def _rows_message(self, rows: list[_PendingRow | FastRow], events: list[Event],
+                      constants: MessageConstants | None) -> Message:
+        if constants is not None:
+            # Every row on the fast path, of one table (``constants``): writer.rows_message.
+            fast = cast("list[FastRow]", rows)
+            value = rows_message(constants, fast)
+            return Message(None, value, tuple(events))
+        # Rows of several tables, or prepared by the reference path: framing.assemble, the fast
+        # rows prepared again by the reference path (rows and events correspond one to one).
+        prepared = [row if isinstance(row, _PendingRow) else self._prepare(cast(RowChange, event))
+                    for row, event in zip(rows, events)]
         value = assemble(
-            [(r.commit_ts, EVENT_ROW, r.partition, r.schema, r.table) for r in rows], [r.groups for r in rows],
+            [(r.commit_ts, EVENT_ROW, r.partition, r.schema, r.table) for r in prepared if r is not None],
+            [r.groups for r in prepared if r is not None],
         )
         return Message(None, value, tuple(events))
 
@@ -224,25 +257,77 @@ class Encoder(BaseEncoder):
         """Encode events of one topic partition: rows batched (§3.3), DDL/resolved alone."""
         max_bytes = self.options.max_message_bytes
         max_rows = self.options.max_batch_size
+        handle_only = self.options.delete_only_output_handle_key_columns
         messages: list[Message] = []
-        rows: list[_PendingRow] = []
+        rows: list[_PendingRow | FastRow] = []
         carried: list[Event] = []
         estimated = 0
+        # The message's one table while every row so far is a fast row of it (writer.py), else None.
+        batch: MessageConstants | None = None
+        last_info: TableInfo | None = None
+        plan: _TablePlan | None = None
+        writer: ImageWriter | None = None
+        # The last row's names and plan, and their message constants.
+        last_schema = last_table = ""
+        last_plan: _TablePlan | None = None
+        constants: MessageConstants | None = None
         for event in events:
             if isinstance(event, RowChange):
-                pending = self._prepare(event)
-                if pending is None:
-                    continue
-                rows.append(pending)
+                new = event.columns
+                old = event.pre_columns
+                table_info = event.table_info
+                fast: FastRow | None = None
+                # The fast path (writer.py) takes full images of a table with columns; the
+                # reference path (_prepare) drops, reports or writes everything else.
+                if table_info is not None and (new or (old is not None and not handle_only)):
+                    if table_info is not last_info:
+                        plan = self._plan(table_info)
+                        writer = plan.writer
+                        last_info = table_info
+                    commit_ts = event.commit_ts
+                    partition = event.physical_table_id if table_info.is_partition else NULL_ID
+                    if (writer is not None and plan is not None and 0 <= commit_ts <= UINT64_MAX
+                            and INT64_MIN <= partition <= INT64_MAX):
+                        try:
+                            schema = event.schema
+                            table = event.table
+                            if schema is not last_schema or table is not last_table or plan is not last_plan:
+                                constants = plan.message_constants(schema, table)
+                                last_schema, last_table, last_plan = schema, table, plan
+                            assert constants is not None  # set with last_plan
+                            size = constants.row_size
+                            new_chunk = old_chunk = None
+                            if new is not None:
+                                new_chunk, values_size = writer(new)
+                                size += values_size + plan.fixed_size
+                            if old is not None:
+                                old_chunk, values_size = writer(old)
+                                size += values_size + plan.fixed_size
+                            fast = (commit_ts, partition, (new_chunk, old_chunk), constants, size)
+                        except (KeyError, TypeError, ValueError, OverflowError, EncodeError):
+                            pass  # a partial image or an unusual value: the reference path decides
+                if fast is not None:
+                    if not rows:
+                        batch = fast[3]
+                    elif fast[3] is not batch:
+                        batch = None
+                    rows.append(fast)
+                    estimated += fast[4]
+                else:
+                    pending = self._prepare(event)
+                    if pending is None:
+                        continue
+                    rows.append(pending)
+                    batch = None
+                    estimated += pending.estimated_size
                 carried.append(event)
-                estimated += pending.estimated_size
                 # §3.3: checked after adding, so one message may exceed the limit.
                 if estimated > max_bytes or len(rows) >= max_rows:
-                    messages.append(self._rows_message(rows, carried))
+                    messages.append(self._rows_message(rows, carried, batch))
                     rows, carried, estimated = [], [], 0
                 continue
             if rows:  # keep the stream order: rows before a later DDL/resolved
-                messages.append(self._rows_message(rows, carried))
+                messages.append(self._rows_message(rows, carried, batch))
                 rows, carried, estimated = [], [], 0
             if isinstance(event, DDLEvent):
                 messages.append(Message(None, self._ddl_value(event), (event,)))
@@ -250,7 +335,7 @@ class Encoder(BaseEncoder):
                 messages.append(Message(None, self._resolved_value(event), (event,)))
             # Bootstrap is Simple-only: craft emits nothing for it.
         if rows:  # Build() flushes the remainder
-            messages.append(self._rows_message(rows, carried))
+            messages.append(self._rows_message(rows, carried, batch))
         return messages
 
     def project(self, event: Event) -> Event | None:

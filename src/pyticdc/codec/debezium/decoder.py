@@ -17,11 +17,11 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-from pyticdc.codec._fastpath import speculate
+from pyticdc.codec._fastpath import DECLINES, speculate
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
 from pyticdc.codec.compression import decompress
 from pyticdc.codec.debezium.ddl import classify_ddl, table_from_change
-from pyticdc.codec.debezium.fastpath import WrapperSplitter
+from pyticdc.codec.debezium.fastpath import ImageReader, WrapperSplitter, cached_reader, image_reader
 from pyticdc.codec.debezium.message import (
     OPTIONS,
     PROTOCOL,
@@ -76,7 +76,9 @@ class Decoder(BaseDecoder):
     ) -> None:
         super().__init__(options, claim_check=claim_check, **kwargs)
         self.zone = load_zone(self.options.time_zone)
-        self._schemas: SchemaCache = {}
+        # Typed columns are a pure function of the schema and the zone: decoders of one zone share
+        # them (and so their generated image readers), and a new decoder parses no known schema.
+        self._schemas: SchemaCache = _SHARED_SCHEMAS.setdefault(self.zone.key, {})
         self._fast = WrapperSplitter()
         self._default_table = default_table(self.options)
 
@@ -205,9 +207,54 @@ def _typed_columns(fields: list[dict[str, Any]], key_names: set[str], present: d
     return tuple(columns), converters
 
 
+#: The schema caches of the decoders, per time zone key.
+_SHARED_SCHEMAS: Final[dict[str, SchemaCache]] = {}
 _ROW_OPS: Final = {"c": Op.INSERT, "r": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE}
 #: TableInfo per (schema digest, db, table): immutable, so shared by every decoder.
 _TABLE_INFOS: dict[tuple[Any, str, str], TableInfo] = {}
+#: What a row of a schema named by its text needs, by (schema text, sorted key names, image keys,
+#: zone): its generated image reader, its columns and their TableInfo per (db, table). Recorded by
+#: the general path when it made the reader (the typed columns are a pure function of the key).
+RowPlan = tuple[ImageReader, tuple[ColumnInfo, ...], dict[tuple[str, str], TableInfo]]
+_ROW_PLANS: Final[dict[tuple[Any, ...], RowPlan]] = {}
+
+
+def _planned_row(op: Op, before: dict[str, Any] | None, after: dict[str, Any] | None, key_names: set[str],
+                 zone: ZoneInfo, source: dict[str, Any], schema_key: bytes) -> RowChange | None:
+    """The row by the plan of its schema and keys, as ``_decode_row`` reads it; None when there is
+    no plan yet or anything is out of the common case (the general path then reads and judges it)."""
+    if before is None or after is None:
+        image = after if before is None else before
+        assert image is not None  # _decode_row checked the op's image is there
+        names = tuple(image)
+    elif before.keys() == after.keys():
+        names = tuple(after)  # the general path's union of the keys, in its order
+    else:
+        return None
+    plan = _ROW_PLANS.get((schema_key, tuple(sorted(key_names)), names, zone))
+    if plan is None:
+        return None
+    db = source.get("db")
+    table = source.get("table")
+    commit = source.get("commit_ts")
+    if type(db) is not str or type(table) is not str or type(commit) is not int or not 0 <= commit < _U64:
+        return None
+    read, columns, infos = plan
+    try:
+        post = read(after) if op is not Op.DELETE and after is not None else None
+        pre = read(before) if op is not Op.INSERT and before is not None else None
+    except DECLINES:
+        return None
+    if (post is None and op is not Op.DELETE) or (pre is None and op is not Op.INSERT and before is not None):
+        return None
+    info = infos.get((db, table))
+    if info is None:
+        info = TableInfo(schema=db, table=table, columns=columns)
+        if len(infos) >= 64:
+            infos.clear()
+        infos[db, table] = info
+    return RowChange(op=op, schema=db, table=table, commit_ts=commit, columns=make_row(post),
+                     pre_columns=make_row(pre), table_info=info)
 
 
 def _decode_row(op_text: str, payload: dict[str, Any], schema: dict[str, Any] | None, at: str,
@@ -224,6 +271,10 @@ def _decode_row(op_text: str, payload: dict[str, Any], schema: dict[str, Any] | 
         raise fail("missing after image", f"{at}.after")
     if op is Op.DELETE and before is None:
         raise fail("missing before image", f"{at}.before")
+    if schema_key is not None and cache is not None:
+        planned = _planned_row(op, before, after, key_names, zone, source, schema_key)
+        if planned is not None:
+            return planned
     images = [img for img in (after, before) if img is not None]
     present: dict[str, None] = {}
     for img in images:
@@ -244,7 +295,10 @@ def _decode_row(op_text: str, payload: dict[str, Any], schema: dict[str, Any] | 
             cache[digest] = typed
     columns: tuple[ColumnInfo, ...] = typed[0]
     converters = typed[1]
-    inferred = not converters.keys() >= present.keys()
+    # A schema named by its text has a generated reader per key set (fastpath.image_reader); one
+    # made before says its converters cover the keys.
+    fast = cached_reader(converters, digest[2]) if digest is not None else None
+    inferred = fast is None and not converters.keys() >= present.keys()
     if inferred:
         converters = dict(converters)
         for name in present:
@@ -253,9 +307,23 @@ def _decode_row(op_text: str, payload: dict[str, Any], schema: dict[str, Any] | 
                 columns = (*columns, column)
                 converters[name] = convert
 
+    if digest is not None and not inferred:
+        if fast is None:
+            fast = image_reader(converters, digest[2])
+        if len(_ROW_PLANS) >= 1024:
+            _ROW_PLANS.clear()
+        _ROW_PLANS[(digest[0], digest[1], digest[2], zone)] = (fast, columns, {})
+
     def image(img: dict[str, Any] | None, path: str) -> dict[str, Value] | None:
         if img is None:
             return None
+        if fast is not None:
+            try:
+                read = fast(img)
+            except DECLINES:  # a DecodeError among them: raised again below, with its path
+                read = None
+            if read is not None:
+                return read
         out: dict[str, Value] = {}
         try:
             for name, raw in img.items():

@@ -10,16 +10,19 @@ other keys, bytes orjson refuses, a schema that is not an object) it declines wi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 import msgspec
 import orjson
 
-from pyticdc.codec._fastpath import DECLINES
+from pyticdc.codec._fastpath import DECLINES, compile_function, literal
 from pyticdc.codec.debezium.message import Wrapper, key_names, load_json
+from pyticdc.codec.debezium.readers import INLINE, INLINE_NAMES, Converter
 from pyticdc.codec.jsontext import has_negative_zero
+from pyticdc.model import Value
 
-__all__ = ["Split", "WrapperSplitter"]
+__all__ = ["ImageReader", "Split", "WrapperSplitter", "cached_reader", "image_reader"]
 
 _WRAPPER: Final = msgspec.json.Decoder(Wrapper)
 _NOT_AN_OBJECT: Final = object()
@@ -42,23 +45,35 @@ class WrapperSplitter:
 
     def __init__(self) -> None:
         self._schema_docs: dict[bytes, Any] = {}
+        # The wrapper's tail after the last schema met (value and key apart): ``,"schema":S}``, S
+        # and its parsed document. A message ``{"payload":`` + P + that tail is the wrapper of P
+        # and S exactly once P parses as one JSON value (S was read when first met), so a topic's
+        # messages skip the scan of the schema (most of their bytes) and its hashing per message.
+        self._tail: tuple[bytes, bytes, Any] = (b"", b"", None)
+        self._key_tail: bytes = b""
 
     def split(self, raw: bytes, raw_key: bytes | None) -> Split | None:
         """The parts of a wrapped message; None (or a ``DECLINES`` error) for anything else."""
-        wrapped = _WRAPPER.decode(raw)
+        tail, schema_raw, schema = self._tail
+        cut = len(raw) - len(tail)
+        if tail and cut > _HEAD_LENGTH and raw.endswith(tail) and raw.startswith(_HEAD):
+            payload_raw = raw[_HEAD_LENGTH:cut]
+        else:
+            wrapped = _WRAPPER.decode(raw)
+            payload_raw = bytes(wrapped.payload)
+            schema_raw = bytes(wrapped.schema)
+            schema = self._schema_doc(schema_raw)
+            if schema is _NOT_AN_OBJECT:
+                return None
+            self._tail = (b',"schema":' + schema_raw + b"}", schema_raw, schema)
         # orjson reads the number -0 as the integer 0: the reference path keeps its sign. Only the
         # payload is searched here (the schema, most of the bytes, once when first parsed).
-        payload_raw = bytes(wrapped.payload)
         if b"-0" in payload_raw and has_negative_zero(payload_raw):
             return None
         payload = orjson.loads(payload_raw)
         if not isinstance(payload, dict):
             return None
-        schema_raw = bytes(wrapped.schema)
-        schema = self._schema_doc(schema_raw)
-        if schema is _NOT_AN_OBJECT:
-            return None
-        return Split(payload, schema, schema_raw if schema is not None else None, _key_names(raw_key))
+        return Split(payload, schema, schema_raw if schema is not None else None, self._key_names(raw_key))
 
     def _schema_doc(self, schema_raw: bytes) -> Any:
         """The parsed schema (None for ``null``); _NOT_AN_OBJECT for anything but an object, or one with a -0."""
@@ -73,17 +88,83 @@ class WrapperSplitter:
             self._schema_docs[schema_raw] = doc
         return doc
 
+    def _key_names(self, raw_key: bytes | None) -> set[str]:
+        """The column names of a Kafka key (wrapped or not); empty if there is none or it is not an object."""
+        if raw_key is None:
+            return set()
+        tail = self._key_tail
+        cut = len(raw_key) - len(tail)
+        try:
+            if tail and cut > _HEAD_LENGTH and raw_key.endswith(tail) and raw_key.startswith(_HEAD):
+                # As for values: the key's schema is only JSON to skip (parsed by neither path).
+                payload = orjson.loads(raw_key[_HEAD_LENGTH:cut])
+            else:
+                wrapped = _WRAPPER.decode(raw_key)
+                payload = orjson.loads(memoryview(wrapped.payload))
+                self._key_tail = b',"schema":' + bytes(wrapped.schema) + b"}"
+        except DECLINES:
+            payload = None  # not a wrapper, or not JSON orjson reads: the general reading says which
+        if isinstance(payload, dict):
+            return set(payload)
+        return key_names(load_json(raw_key, "key"))
 
-def _key_names(raw_key: bytes | None) -> set[str]:
-    """The column names of a Kafka key (wrapped or not); empty if there is none or it is not an object."""
-    if raw_key is None:
-        return set()
-    try:
-        payload = orjson.loads(memoryview(_WRAPPER.decode(raw_key).payload))
-    except DECLINES:
-        payload = None  # not a wrapper, or not JSON orjson reads: the general reading says which
-    if isinstance(payload, dict):
-        return set(payload)
-    return key_names(load_json(raw_key, "key"))
+
+_HEAD: Final = b'{"payload":'
+_HEAD_LENGTH: Final = len(_HEAD)
 
 
+#: Converts one row image whose keys are exactly its columns → the model values; None (or one of
+#: ``DECLINES``) for anything else, which the reference conversion then reads and judges.
+ImageReader = Callable[[dict[str, Any]], "dict[str, Value] | None"]
+# By id of a schema's converters (kept alive in the entry, so an id is not reused): the names the
+# reader was made for and the reader.
+_READERS: Final[dict[int, tuple[dict[str, Converter], tuple[str, ...], ImageReader]]] = {}
+# The generated code by (names, each column's inline expression or None): a function taking the
+# converters and returning the reader, so a new decoder (new converters) compiles nothing.
+_CODE: Final[dict[tuple[tuple[str, ...], tuple[str | None, ...]], Callable[..., ImageReader]]] = {}
+
+
+def cached_reader(converters: dict[str, Converter], names: tuple[str, ...]) -> ImageReader | None:
+    """The reader ``image_reader`` made for these converters and names, if it made one."""
+    entry = _READERS.get(id(converters))
+    if entry is not None and entry[0] is converters and entry[1] == names:
+        return entry[2]
+    return None
+
+
+def image_reader(converters: dict[str, Converter], names: tuple[str, ...]) -> ImageReader:
+    """The generated reader of images with the keys ``names``, each converted by its converter.
+
+    One straight line per column: a null stays None, a converter with an ``INLINE`` expression has
+    its common case inline, every other value is its converter's call (the JSON path left empty: a
+    DecodeError declines, and the reference conversion raises it again with its path).
+    """
+    entry = _READERS.get(id(converters))
+    if entry is not None and entry[0] is converters and entry[1] == names:
+        return entry[2]
+    convert = [converters[name] for name in names]
+    inlines = tuple(INLINE.get(c) for c in convert)
+    make = _CODE.get((names, inlines))
+    if make is None:
+        arguments = "".join(f"c{i}, " for i in range(len(names)))
+        lines = [f"def make({arguments}):", "    def read(img):", f"        if len(img) != {len(names)}:",
+                 "            return None"]
+        for i, name in enumerate(names):
+            lines += [f"        v = img[{literal(name)}]", "        if v is None:", f"            x{i} = None",
+                      "        else:"]
+            if inlines[i] is None:
+                lines.append(f"            x{i} = c{i}(v, '')")
+            else:
+                lines += [f"            x{i} = {inlines[i]}", f"            if x{i} is None:",
+                          f"                x{i} = c{i}(v, '')"]
+        lines += ["        return {" + ", ".join(f"{literal(name)}: x{i}" for i, name in enumerate(names)) + "}",
+                  "    return read"]
+        make = compile_function("\n".join(lines), "make", dict(INLINE_NAMES))
+        if len(_CODE) >= 256:
+            _CODE.clear()
+        _CODE[names, inlines] = make
+    reader: ImageReader = make(*convert)
+    if len(_READERS) >= 1024:
+        _READERS.clear()
+    _READERS[id(converters)] = (converters, names, reader)
+    return reader

@@ -190,6 +190,12 @@ def dump(value: Any) -> str:
     if isinstance(value, F32):
         return format_float_jsoniter(value, 32)
     if isinstance(value, float):
+        if 1e-6 <= abs(value) < 1e21:  # json-iterator's 'f' range (NaN, ±Inf and 0 are not in it)
+            # repr is the shortest round-trip digits, as Go's; without an exponent it is Go's 'f'
+            # text but for the ".0" Python keeps on an integral value.
+            text = repr(value)
+            if "e" not in text:
+                return text[:-2] if text.endswith(".0") else text
         return format_float_jsoniter(value, 64)
     if isinstance(value, str):
         return jsoniter_quote(value)

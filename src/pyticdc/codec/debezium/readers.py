@@ -46,9 +46,11 @@ import base64
 import binascii
 import json
 import re
+import struct
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
@@ -74,7 +76,13 @@ from pyticdc.model import ColumnFlag, ColumnInfo, TypeCode, Value
 from pyticdc.mysql.types import INTEGER_TYPES, STRING_TYPES, parse_type_name
 
 __all__ = [
+    "DATETIME_MS",
+    "DATETIME_US",
+    "INLINE",
+    "INLINE_NAMES",
     "NO_COLUMNS",
+    "SIGNED_INT",
+    "UNSIGNED_INT",
     "Columns",
     "Converter",
     "column_from_field",
@@ -131,9 +139,18 @@ def read_base64(value: Any, at: str) -> bytes:
     """The bytes of a base64 string; DecodeError otherwise."""
     text = read_str(value, at)
     try:
+        if _STRICT_BASE64:
+            # What b64decode(validate=True) runs on 3.11+, without its argument massaging; a
+            # non-ASCII str is a ValueError here as its encode("ascii") is below.
+            return _a2b_base64(text, strict_mode=True)
         return base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, ValueError, UnicodeEncodeError):
         raise fail("invalid base64", at) from None
+
+
+_STRICT_BASE64: Final = sys.version_info >= (3, 11)
+#: ``strict_mode`` is 3.11's (the type stubs follow the oldest Python this package runs on).
+_a2b_base64: Final[Callable[..., bytes]] = binascii.a2b_base64
 
 
 _EPOCH: Final = datetime(1970, 1, 1)
@@ -168,6 +185,11 @@ def _int_converter(unsigned: bool) -> Converter:
     return convert
 
 
+#: The integer converters (shared: the fast image readers know them by identity).
+SIGNED_INT: Final = _int_converter(False)
+UNSIGNED_INT: Final = _int_converter(True)
+
+
 def _float32(value: Any, at: str) -> Value:
     return float32_round(value if type(value) is float else read_number(value, at))
 
@@ -181,7 +203,7 @@ def _decimal_from_float(value: Any, at: str) -> Value:
 
 
 def _date(value: Any, at: str) -> Value:
-    days = read_int(value, at)
+    days = value if type(value) is int else read_int(value, at)
     if not -(10**7) < days < 3_000_000:
         raise fail("date out of range", at)
     year = civil_from_days(days)[0]
@@ -192,9 +214,14 @@ def _date(value: Any, at: str) -> Value:
 
 def _scaled_datetime(unit: int, digits: int) -> Converter:
     def convert(value: Any, at: str) -> Value:
-        return format_epoch_us(read_int(value, at) * unit, digits, at)
+        return format_epoch_us((value if type(value) is int else read_int(value, at)) * unit, digits, at)
 
     return convert
+
+
+#: The two scaled date-time converters (shared: the fast image readers know them by identity).
+DATETIME_MS: Final = _scaled_datetime(1000, 3)
+DATETIME_US: Final = _scaled_datetime(1, 6)
 
 
 def _time(unit: int) -> Converter:
@@ -264,7 +291,8 @@ def _enum_converter(elems: tuple[str, ...]) -> Converter:
         index.setdefault(e, i + 1)
 
     def convert(value: Any, at: str) -> Value:
-        return index.get(read_str(value, at), 0)  # "" (or an unknown name) is the invalid index 0
+        # "" (or an unknown name) is the invalid index 0
+        return index.get(value if type(value) is str else read_str(value, at), 0)
 
     return convert
 
@@ -275,7 +303,7 @@ def _set_converter(elems: tuple[str, ...]) -> Converter:
         index.setdefault(e, i)
 
     def convert(value: Any, at: str) -> Value:
-        text = read_str(value, at)
+        text = value if type(value) is str else read_str(value, at)
         mask = 0
         for name in text.split(",") if text else ():
             position = index.get(name)
@@ -298,6 +326,35 @@ def _text(value: Any, at: str) -> Value:
 
 def _json_text(value: Any, at: str) -> Value:
     return read_str(value, at)
+
+
+#: The common case of some converters as an expression of ``v`` (a non-null JSON value) that a
+#: generated image reader uses instead of the call; ``None`` from it sends ``v`` to the converter.
+INLINE: Final[dict[Converter, str]] = {
+    SIGNED_INT: "v if type(v) is int and -9223372036854775808 <= v <= 18446744073709551615 else None",
+    UNSIGNED_INT: "v if type(v) is int and 0 <= v <= 18446744073709551615 else None",
+    _float64: "v if type(v) is float else None",
+    _json_text: "v if type(v) is str else None",
+    _text: "v.encode('utf-8', 'surrogateescape') if type(v) is str else None",
+    # Years 1-9999 (format_epoch_us's and format_civil's first branch): datetime's C code, as there.
+    DATETIME_MS: "(EPOCH + timedelta(microseconds=v * 1000)).isoformat(' ', 'microseconds')[:23] "
+                 "if type(v) is int and -62135596800000 <= v < 253402300800000 else None",
+    DATETIME_US: "(EPOCH + timedelta(microseconds=v)).isoformat(' ', 'microseconds')[:26] "
+                 "if type(v) is int and -62135596800000000 <= v < 253402300800000000 else None",
+    _date: "from_ordinal(v + 719163).isoformat() if type(v) is int and -719162 <= v <= 2932896 else None",
+    # A float beyond float32 range raises OverflowError (a decline); float32_round's inf is the reference's.
+    _float32: "unpack_f32(pack_f32(v))[0] if type(v) is float else None",
+}
+#: The names the INLINE expressions use besides ``v``.
+INLINE_NAMES: Final[dict[str, Any]] = {
+    "a2b_base64": binascii.a2b_base64, "EPOCH": _EPOCH, "timedelta": timedelta,
+    "from_ordinal": date.fromordinal, "pack_f32": struct.Struct("<f").pack, "unpack_f32": struct.Struct("<f").unpack,
+}
+if _STRICT_BASE64:  # read_base64's own call (binascii.Error, a ValueError, declines)
+    INLINE[read_base64] = "a2b_base64(v, strict_mode=True) if type(v) is str else None"
+    # BIT(n ≤ 64): at most 8 bytes, else the converter's error.
+    INLINE[_bits] = ("(int.from_bytes(w, 'little') if len(w := a2b_base64(v, strict_mode=True)) <= 8 else None) "
+                     "if type(v) is str else None")
 
 
 def _connect_decimal(scale: int) -> Converter:
@@ -397,7 +454,7 @@ def _kind_from_tidb_type(tidb: str, connect: str, semantic: str | None, params: 
         return None
     code, binary, unsigned, _ = parsed
     if code in INTEGER_TYPES:
-        return _Kind(code, _int_converter(unsigned), unsigned=unsigned)
+        return _Kind(code, UNSIGNED_INT if unsigned else SIGNED_INT, unsigned=unsigned)
     if code == T.FLOAT:
         return _Kind(T.FLOAT, _float32, unsigned=unsigned)
     if code == T.DOUBLE:
@@ -406,7 +463,7 @@ def _kind_from_tidb_type(tidb: str, connect: str, semantic: str | None, params: 
         return _Kind(T.NEWDECIMAL, _decimal_from_float)
     if code in STRING_TYPES:
         if binary and code != T.VAR_STRING:
-            return _Kind(code, lambda v, at: read_base64(v, at))
+            return _Kind(code, read_base64)
         return _Kind(code, _text, binary=False)
     semantic_kind = _kind_from_connect(connect, semantic, params, zone)
     if semantic_kind is None:
@@ -424,9 +481,9 @@ def _kind_from_connect(connect: str, semantic: str | None, params: Mapping[str, 
     if semantic == "io.debezium.time.Date" or semantic == "org.apache.kafka.connect.data.Date":
         return _Kind(T.DATE, _date)
     if semantic == "io.debezium.time.Timestamp" or semantic == "org.apache.kafka.connect.data.Timestamp":
-        return _Kind(T.DATETIME, _scaled_datetime(1000, 3), decimal=3)
+        return _Kind(T.DATETIME, DATETIME_MS, decimal=3)
     if semantic == "io.debezium.time.MicroTimestamp":
-        return _Kind(T.DATETIME, _scaled_datetime(1, 6), decimal=6)
+        return _Kind(T.DATETIME, DATETIME_US, decimal=6)
     if semantic == "io.debezium.time.NanoTimestamp":
         return _Kind(T.DATETIME, lambda v, at: format_epoch_us(read_int(v, at) // 1000, 6, at), decimal=6)
     if semantic == "io.debezium.time.ZonedTimestamp":
@@ -472,7 +529,7 @@ def _kind_from_connect(connect: str, semantic: str | None, params: Mapping[str, 
     if connect == "boolean":
         return _Kind(T.BIT, _bool_bit, flen=1, unsigned=True)
     if connect in _INTS_BY_CONNECT:
-        return _Kind(_INTS_BY_CONNECT[connect], _int_converter(False))
+        return _Kind(_INTS_BY_CONNECT[connect], SIGNED_INT)
     if connect in ("float", "float32"):
         return _Kind(T.FLOAT, _float32)
     if connect in ("double", "float64"):
@@ -480,7 +537,7 @@ def _kind_from_connect(connect: str, semantic: str | None, params: Mapping[str, 
     if connect == "string":
         return _Kind(T.VARCHAR, _text, binary=False)
     if connect == "bytes":
-        return _Kind(T.VARCHAR, lambda v, at: read_base64(v, at))
+        return _Kind(T.VARCHAR, read_base64)
     return None
 
 

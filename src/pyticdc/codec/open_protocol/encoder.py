@@ -32,6 +32,7 @@ from pyticdc.codec.open_protocol.message import (
     utf8,
 )
 from pyticdc.codec.open_protocol.values import BadValue, Kind, _r_blob, _r_char, clean_text, kind_of
+from pyticdc.codec.open_protocol.writer import WRITER_DECLINES, RowWriter, row_writer
 from pyticdc.errors import ConfigError
 from pyticdc.model import Bootstrap, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
 
@@ -205,6 +206,8 @@ class Encoder(BaseEncoder):
 
     def _validate(self) -> None:
         options = self.options
+        #: id(TableInfo) → (the TableInfo, its generated row writer for these options, if any).
+        self._writers: dict[int, tuple[TableInfo, RowWriter | None]] = {}
         if options.claim_check_raw_value:
             raise ConfigError(f"{PROTOCOL}: claim-check-raw-value is not supported by the open protocol (§8)")
         if options.large_message_handle_option == "claim-check" and self.claim_check is None:
@@ -284,12 +287,45 @@ class Encoder(BaseEncoder):
             return None
         return compress(options.large_message_handle_compression, utf8(text))
 
-    def _prepare(self, event: RowChange) -> _Prepared:
-        """Encode a row in full and decide how it must be sent (``AppendRowChangedEvent``)."""
-        key = self._row_key(event)
-        value = self._fast_value(event)
-        if value is None:
-            value = self._value(self._images(event, False))
+    def _row_writer(self, info: TableInfo) -> RowWriter | None:
+        """The table's generated key-and-value writer for these options (``writer``), if any."""
+        entry = self._writers.get(id(info))
+        if entry is None or entry[0] is not info:
+            options = self.options
+            writer = None
+            if not options.only_output_updated_columns:
+                writer = row_writer(info, options.open_output_old_value,
+                                    options.delete_only_output_handle_key_columns)
+            if len(self._writers) > 256:
+                self._writers.clear()
+            entry = self._writers[id(info)] = (info, writer)
+        return entry[1]
+
+    def _fast_row(self, event: RowChange) -> tuple[bytes, bytes] | None:
+        """The row's key and (compressed) value through the table's generated writer; None where it declines."""
+        if event.table_info is None:
+            return None
+        writer = self._row_writer(event.table_info)
+        if writer is None:
+            return None
+        try:
+            written = writer(event)
+        except WRITER_DECLINES:
+            return None
+        if written is None:
+            return None
+        return written[0], compress(self.options.large_message_handle_compression, written[1])
+
+    def _prepare(self, event: RowChange, fast: bool = True) -> _Prepared:
+        """Encode a row in full and decide how it must be sent (``AppendRowChangedEvent``);
+        ``fast=False`` when the generated writer already declined it."""
+        written = self._fast_row(event) if fast else None
+        if written is not None:
+            key, value = written
+        else:
+            key = self._row_key(event)
+            imaged = self._fast_value(event)
+            value = imaged if imaged is not None else self._value(self._images(event, False))
         if not self._too_large(key, value):
             return _Prepared(key, value, "full")
         option = self.options.large_message_handle_option
@@ -310,8 +346,8 @@ class Encoder(BaseEncoder):
                           f"max-message-bytes {self.options.max_message_bytes}")
         return key, value
 
-    def _encode_row(self, event: RowChange) -> tuple[bytes, bytes]:
-        prepared = self._prepare(event)
+    def _encode_row(self, event: RowChange, fast: bool = True) -> tuple[bytes, bytes]:
+        prepared = self._prepare(event, fast)
         if prepared.mode == "full":
             return prepared.key, prepared.value
         if prepared.mode == "claim-check":
@@ -344,11 +380,31 @@ class Encoder(BaseEncoder):
         max_bytes, max_rows = options.max_message_bytes, options.max_batch_size
         messages: list[Message] = []
         batch: Batch | None = None
+        writers = self._writers
+        # A row the table's generated writer takes (uncompressed, within max-message-bytes) is
+        # written here without _encode_row's calls; the rest goes the way _encode_row decides.
+        room = max_bytes - RECORD_OVERHEAD - SINGLE_FRAMING
+        plain = options.large_message_handle_compression == "none"
         for event in events:
             if isinstance(event, RowChange):
-                if not event.columns and not event.pre_columns:
-                    continue  # §1.3: a row with neither image is dropped before the codec (len == 0)
-                key, value = self._encode_row(event)
+                entry = writers.get(id(event.table_info))
+                written = None
+                if entry is not None and entry[0] is event.table_info and entry[1] is not None and plain:
+                    try:
+                        written = entry[1](event)
+                    except WRITER_DECLINES:
+                        written = None
+                    if written is not None:
+                        key, value = written
+                        if len(key) + len(value) > room:
+                            written = None
+                    tried = True
+                else:
+                    tried = False
+                if written is None:
+                    if not event.columns and not event.pre_columns:
+                        continue  # §1.3: a row with neither image is dropped before the codec (len == 0)
+                    key, value = self._encode_row(event, not tried)
                 if (batch is None or len(batch.events) >= max_rows
                         or batch.length + len(key) + len(value) + 16 > max_bytes):
                     if batch is not None:

@@ -208,7 +208,8 @@ class FastPath:
             if wire.t != MESSAGE_TYPE_ROW or wire.ccl or not 0 <= wire.ts <= MAX_U64:
                 return None
             plan = plans.get((wire.scm, wire.tbl))
-            if plan is None or (b"-0" in data and has_negative_zero(data)):
+            # (has_negative_zero leads with the literal "-0" itself: no `in` test before it)
+            if plan is None or has_negative_zero(data):
                 return None
             row = plan.decode(data)
             convert = plan.convert

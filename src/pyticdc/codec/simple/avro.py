@@ -129,7 +129,10 @@ def write_bytes(out: bytearray, data: bytes) -> None:
 
 def write_str(out: bytearray, text: str) -> None:
     """Append an Avro ``string``; lone surrogates from undecodable input go back to their bytes."""
-    data = text.encode("utf-8", "surrogateescape")
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:  # a surrogate no undecodable byte stands for (U+D800..U+DC7F)
+        raise EncodeError(PROTOCOL, f"text is not valid Unicode: {exc}") from None
     write_long(out, len(data))
     out += data
 

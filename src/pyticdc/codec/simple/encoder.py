@@ -49,6 +49,9 @@ from pyticdc.codec.simple.message import (
 from pyticdc.codec.simple.policy import BootstrapPolicy
 from pyticdc.codec.simple.schema import avro_table_schema, json_table_schema, project_table
 from pyticdc.codec.simple.values import ColumnPlan, table_plan
+from pyticdc.codec.simple.writer_avro import WRITER_DECLINES as AVRO_WRITER_DECLINES
+from pyticdc.codec.simple.writer_avro import avro_row_writer
+from pyticdc.codec.simple.writer_json import WRITER_DECLINES, JsonRowWriter, json_row_writer
 from pyticdc.errors import ConfigError, EncodeError
 from pyticdc.model import Bootstrap, DDLEvent, Event, Op, Row, RowChange, TableInfo, Watermark
 
@@ -76,7 +79,13 @@ class Encoder(BaseEncoder):
         self.bootstrap_policy = bootstrap_policy or BootstrapPolicy.from_options(self.options)
         self._avro = self.options.encoding_format == "avro"
         location = location_name(self.options.time_zone)
+        self._location = location
+        #: id(TableInfo) → (the TableInfo, its generated JSON row writer, if any).
+        self._json_writers: dict[int, tuple[TableInfo, JsonRowWriter | None]] = {}
         self._location_json = go_json_quote(location)
+        # Read once (options are frozen): the fast writers check them on every row.
+        self._compressed = self.options.large_message_handle_compression != "none"
+        self._room = self.options.max_message_bytes - RECORD_OVERHEAD
         loc = location.encode("utf-8")
         self._location_avro = long_bytes(len(loc)) + loc
 
@@ -90,16 +99,21 @@ class Encoder(BaseEncoder):
     def encode(self, events: Iterable[Event]) -> list[Message]:
         """One message per event (plus BOOTSTRAP messages when ``auto_bootstrap``)."""
         messages: list[Message] = []
+        append = messages.append
         policy = self.bootstrap_policy if self.auto_bootstrap and self.bootstrap_policy.enabled else None
+        # Rows are nearly every event: the JSON writer is tried here, without _row_message's dispatch.
+        fast = None if self._avro else self._fast_json_message
         for event in events:
             if isinstance(event, RowChange):
                 if policy is not None:
-                    table = self._table_of(event)
-                    key = event.physical_table_id or table.table_id
+                    table = event.table_info
+                    if table is None:
+                        table = self._table_of(event)  # raises its EncodeError
                     now = self.clock()
-                    if policy.should_emit(table, now, 1, table_key=key):
-                        messages.append(self._bootstrap_message(Bootstrap(table_info=table, build_ts=now), now))
-                messages.append(self._row_message(event))
+                    if policy.should_emit(table, now, 1, table_key=event.physical_table_id or table.table_id):
+                        append(self._bootstrap_message(Bootstrap(table_info=table, build_ts=now), now))
+                message = fast(event) if fast is not None else None
+                append(message if message is not None else self._row_message(event, fast is None))
             elif isinstance(event, DDLEvent):
                 messages.append(self._ddl_message(event))
             elif isinstance(event, Watermark):
@@ -232,7 +246,62 @@ class Encoder(BaseEncoder):
         # as a handle-key-only large message is, so a reader knows the image is not a full row.
         return row.op is Op.DELETE and self.options.delete_only_output_handle_key_columns
 
-    def _row_message(self, row: RowChange) -> Message:
+    def _fast_json_message(self, row: RowChange) -> Message | None:
+        """The row message through the table's generated writer (``writer_json``); None where it declines."""
+        table = row.table_info
+        entry = self._json_writers.get(id(table))
+        if entry is None or entry[0] is not table:
+            if table is None:
+                return None
+            if len(self._json_writers) > 256:
+                self._json_writers.clear()
+            entry = self._json_writers[id(table)] = (
+                table, json_row_writer(table, self.options.delete_only_output_handle_key_columns))
+        writer = entry[1]
+        if writer is None:
+            return None
+        try:
+            value = writer(row, self.clock(), self._location)
+        except WRITER_DECLINES:
+            return None
+        if value is None:
+            return None
+        if self._compressed:
+            value = compress(self.options.large_message_handle_compression, value)
+        if len(value) > self._room:
+            return None  # large-message handling: the reference way
+        return Message(None, value, (row,))
+
+    def _fast_avro_message(self, row: RowChange) -> Message | None:
+        """The row message through the table's generated writer (``writer_avro``); None where it declines."""
+        table = row.table_info
+        if table is None:
+            return None
+        options = self.options
+        writer = avro_row_writer(table, options.delete_only_output_handle_key_columns)
+        if writer is None:
+            return None
+        try:
+            value = writer(row, self.clock(), self._location_avro)
+        except AVRO_WRITER_DECLINES:
+            return None
+        if value is None:
+            return None
+        if options.large_message_handle_compression != "none":
+            value = compress(options.large_message_handle_compression, value)
+        if len(value) + RECORD_OVERHEAD > options.max_message_bytes:
+            return None  # large-message handling: the reference way
+        return Message(None, value, (row,))
+
+    def _row_message(self, row: RowChange, try_fast: bool = True) -> Message:
+        if self._avro:
+            message = self._fast_avro_message(row)
+            if message is not None:
+                return message
+        if not self._avro and try_fast:
+            message = self._fast_json_message(row)
+            if message is not None:
+                return message
         table = self._table_of(row)
         data, old = self._images(row)
         key_only = self._key_only_delete(row)

@@ -32,8 +32,9 @@ _H_ULONG: Final = 1  # long or UnsignedBigint of an unsigned column: a negative 
 _H_F32: Final = 2  # float
 _H_F64: Final = 3  # double
 _H_BYTES: Final = 4  # bytes (binary charset) or string (text charset): the raw bytes
-_H_TEXT: Final = 5  # string: surrogateescape-decoded like AvroReader.string
+_H_TEXT: Final = 5  # string: decoded as UTF-8 (AvroReader.string keeps invalid bytes: the reference path)
 _H_TIMESTAMP: Final = 6  # Timestamp{location, value}: the value
+_H_UBIG: Final = 7  # UnsignedBigint of a BIGINT UNSIGNED column: as _H_ULONG, ten-byte values inline
 
 
 def _avro_handler(column: ColumnInfo) -> tuple[int, int]:
@@ -41,7 +42,7 @@ def _avro_handler(column: ColumnInfo) -> tuple[int, int]:
     kind = V.column_kind(column)
     if kind == V.KIND_INT:
         if V.is_unsigned_bigint(column):
-            return V.B_UBIGINT, _H_ULONG
+            return V.B_UBIGINT, _H_UBIG
         return V.B_LONG, _H_ULONG if column.is_unsigned else _H_LONG
     if kind == V.KIND_UINT:
         return V.B_LONG, _H_ULONG
@@ -56,9 +57,15 @@ def _avro_handler(column: ColumnInfo) -> tuple[int, int]:
     return V.B_STRING, _H_TEXT
 
 
+# A varint's bytes with their continuation bits dropped, per byte count (index: count).
+_SEVEN_BITS: Final = tuple(int.from_bytes(b"\x7f" * n, "little") for n in range(11))
+_HIGH_BITS: Final = int.from_bytes(b"\x80" * 10, "little")
+
+
 def avro_long(buf: bytes, pos: int) -> tuple[int, int]:
     """A zigzag varint at ``pos`` and the offset after it; Decline where AvroReader.long fails."""
-    # Two and three bytes (ids, counters, lengths) unrolled; longer ones (TSOs, uint64s) looped.
+    # One to three bytes (ids, counters, lengths) unrolled; longer ones (TSOs, uint64s) read as
+    # one little-endian integer whose 7-bit groups are packed in four shifts, not in a byte loop.
     low = buf[pos]  # IndexError past the end
     if low < 0x80:
         return (low >> 1) ^ -(low & 1), pos + 1
@@ -70,19 +77,22 @@ def avro_long(buf: bytes, pos: int) -> tuple[int, int]:
     if high < 0x80:
         result = (low & 0x7F) | (middle & 0x7F) << 7 | high << 14
         return (result >> 1) ^ -(result & 1), pos + 3
-    result = shift = 0
-    while True:
-        byte = buf[pos]  # IndexError past the end
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-        if shift > 63:  # an 11th byte
-            raise Decline
-    if result >> 64:
+    chunk = buf[pos:pos + 10]
+    x = int.from_bytes(chunk, "little")
+    ends = (x & _HIGH_BITS) ^ _HIGH_BITS  # bit 7 of each byte without a continuation bit
+    count = (ends & -ends).bit_length() >> 3
+    if not ends or count > len(chunk):  # an 11th byte, or the end of the buffer
         raise Decline
-    return (result >> 1) ^ -(result & 1), pos
+    x &= _SEVEN_BITS[count]
+    # Pack the 7-bit groups: pairs of bytes, then of 14-bit lanes, of 28-bit lanes, of 56-bit ones
+    # (the first step as a subtraction: lo + hi << 8 less hi << 7 is lo + hi << 7).
+    x -= (x & 0x7F007F007F007F007F00) >> 1
+    x = (x & 0x00003FFF00003FFF00003FFF) | ((x >> 2) & 0x0FFFC0000FFFC0000FFFC000)
+    x = (x & 0x000000000FFFFFFF000000000FFFFFFF) | ((x >> 4) & 0x00FFFFFFF000000000FFFFFFF0000000)
+    x = (x & 0xFFFFFFFFFFFFFF) | ((x >> 8) & ~0xFFFFFFFFFFFFFF)
+    if x >> 64:
+        raise Decline
+    return (x >> 1) ^ -(x & 1), pos + count
 
 
 def _avro_string_end(buf: bytes, pos: int) -> tuple[int, int]:
@@ -101,26 +111,67 @@ def _avro_string_end(buf: bytes, pos: int) -> tuple[int, int]:
     return pos, end
 
 
-# A string or bytes at ``pos`` (a length below 64 inline): its data is buf[start:pos].
+# Lengths of a one-byte Avro string/bytes length by that byte (-1: odd, negative or longer).
+_SHORT_LENGTH: Final = tuple(b >> 1 if b < 0x80 and not b & 1 else -1 for b in range(256))
+# Values of a one-byte zigzag varint by that byte (0x80 and above: longer varints, not here).
+_SHORT_LONG: Final = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
+
+# A string or bytes ``{k}`` bytes after ``pos`` (a length below 64 inline): its data is
+# buf[start:pos]. No bounds check here: a length past the end leaves ``pos`` past it, and the
+# next read there — a column's key (a miss: the checked any-order loop), the map's end byte
+# (IndexError) — declines.
 _AVRO_STRING: Final = (
-    "b = buf[pos]", "if b < 0x80 and not b & 1:", "    start = pos + 1", "    pos = start + (b >> 1)",
-    "    if pos > size: raise Decline", "else:", "    start, pos = string(buf, pos)",
+    "n = slen[buf[pos + {k}]]", "if n >= 0:", "    start = pos + {k1}", "    pos = start + n",
+    "elif (b := buf[pos + {k}]) & 0x81 == 0x80 and buf[pos + {k1}] < 0x80:  # two bytes, even: 64 to 8191",
+    "    start = pos + {k2}", "    pos = start + (((b & 0x7F) | buf[pos + {k1}] << 7) >> 1)", "else:",
+    "    start, pos = string(buf, pos + {k})",
 )
-# Statements decoding the value at ``pos`` (its branch byte already passed) into ``x{i}``.
+# Statements decoding the value ``{k}`` bytes after ``pos`` (the key and branch byte that ``pos``
+# is at, so no separate step past them) into ``x{i}``, leaving ``pos`` after the value.
 _AVRO_VALUE: Final[dict[int, tuple[str, ...]]] = {
-    _H_LONG: ("b = buf[pos]", "if b < 0x80:", "    x{i} = (b >> 1) ^ -(b & 1)", "    pos += 1",
-              "else:", "    x{i}, pos = long(buf, pos)"),
-    _H_F32: ("x{i} = f32(buf, pos)[0]", "pos += 4"),
-    _H_F64: ("x{i} = f64(buf, pos)[0]", "pos += 8"),
+    _H_LONG: ("b = buf[pos + {k}]", "if b < 0x80:", "    x{i} = zz[b]", "    pos += {k1}",
+              "elif buf[pos + {k1}] < 0x80:", "    b = (b & 0x7F) | buf[pos + {k1}] << 7",
+              "    x{i} = (b >> 1) ^ -(b & 1)", "    pos += {k2}", "elif buf[pos + {k2}] < 0x80:",
+              "    b = (b & 0x7F) | (buf[pos + {k1}] & 0x7F) << 7 | buf[pos + {k2}] << 14",
+              "    x{i} = (b >> 1) ^ -(b & 1)", "    pos += {k3}", "else:", "    x{i}, pos = long(buf, pos + {k})"),
+    _H_F32: ("x{i} = f32(buf, pos + {k})[0]", "pos += {k4}"),
+    _H_F64: ("x{i} = f64(buf, pos + {k})[0]", "pos += {k8}"),
     _H_BYTES: (*_AVRO_STRING, "x{i} = buf[start:pos]"),
-    _H_TEXT: (*_AVRO_STRING, "x{i} = buf[start:pos].decode('utf-8', 'surrogateescape')"),
-    _H_TIMESTAMP: ("pos = string(buf, pos)[1]", *_AVRO_STRING,
-                   "x{i} = buf[start:pos].decode('utf-8', 'surrogateescape')"),
+    # Strict UTF-8: invalid text (UnicodeDecodeError, a ValueError) declines to the reference
+    # path, which keeps its bytes as surrogates.
+    _H_TEXT: (*_AVRO_STRING, "x{i} = buf[start:pos].decode()"),
+    # Timestamp: the location (skipped), then the value.
+    _H_TIMESTAMP: (*_AVRO_STRING, *(line.replace("{k", "{z") for line in _AVRO_STRING),
+                   "x{i} = buf[start:pos].decode()"),
 }
 _AVRO_VALUE[_H_ULONG] = (*_AVRO_VALUE[_H_LONG], "if x{i} < 0:", "    x{i} &= 18446744073709551615")
+# An UnsignedBigint's value, most often ten bytes (2**62 and above, or the int64 of 2**63 and
+# above): those read inline as in avro_long, other lengths by it. A buffer ending early leaves
+# ``pos`` past the end, where the next read declines.
+_AVRO_VALUE[_H_UBIG] = (
+    "x = from_bytes(buf[pos + {k}:pos + {k10}], 'little')", "if x & HIGH_BITS == TEN_BYTES:",
+    "    x &= SEVEN_BITS_10", "    x -= (x & 0x7F007F007F007F007F00) >> 1",
+    "    x = (x & 0x00003FFF00003FFF00003FFF) | ((x >> 2) & 0x0FFFC0000FFFC0000FFFC000)",
+    "    x = (x & 0x000000000FFFFFFF000000000FFFFFFF) | ((x >> 4) & 0x00FFFFFFF000000000FFFFFFF0000000)",
+    "    x = (x & 0xFFFFFFFFFFFFFF) | ((x >> 8) & ~0xFFFFFFFFFFFFFF)",
+    "    if x >> 64:", "        raise Decline",
+    "    x{i} = 18446744073709551615 ^ (x >> 1) if x & 1 else x >> 1  # the uint64 of the int64",
+    "    pos += {k10}", "else:", "    x{i}, pos = long(buf, pos + {k})", "    if x{i} < 0:",
+    "        x{i} &= 18446744073709551615",
+)
+
+
+def _value_lines(i: int, k: int, handler: int) -> list[str]:
+    """The statements of column ``i`` whose value starts ``k`` bytes after ``pos``."""
+    offsets = {"i": i, "k": k, "k1": k + 1, "k2": k + 2, "k3": k + 3, "k4": k + 4, "k8": k + 8, "k10": k + 10,
+               "z": 0, "z1": 1, "z2": 2}
+    return [line.format(**offsets).replace("pos + 0]", "pos]").replace("pos + 0)", "pos)")
+            for line in _AVRO_VALUE[handler]]
+
 
 _AVRO_MESSAGE: Final = """
 def make(template):
+    seen = {}  # nine varint bytes -> a commit ts already read: the rows of a transaction share theirs
     def read(buf, f32):  # f32: as the JSON readers take it (unused)
         if not buf.startswith(HEAD):
             raise Decline
@@ -132,7 +183,18 @@ def make(template):
         else:
             table_id, pos = long(buf, pos)
         kind = buf[pos]
-        commit_ts, pos = long(buf, pos + 1)
+        pos += 1
+        raw = buf[pos:pos + 9]  # a TSO's varint: nine bytes, the varint is prefix-free
+        commit_ts = seen.get(raw)
+        if commit_ts is None:
+            start = pos
+            commit_ts, pos = long(buf, pos)
+            if pos - start == 9:
+                if len(seen) >= 64:
+                    seen.clear()
+                seen[raw] = commit_ts
+        else:
+            pos += 9
         if buf[pos] < 0x80:
             pos += 1
         else:
@@ -195,8 +257,7 @@ class _AvroCode:
         # Key bytes enter the source as namespace names, not as literals.
         keys: dict[str, Any] = {"COUNT": count}
         lines = ["def image(buf, pos):", "    if not buf.startswith(COUNT, pos):",
-                 "        return any_order(buf, pos)", "    first = pos", f"    pos += {len(count)}",
-                 "    size = len(buf)"]
+                 "        return any_order(buf, pos)", "    first = pos", f"    pos += {len(count)}"]
         if not columns:  # an empty map is one 0 byte: the reference path reads it
             lines = ["def image(buf, pos):", "    raise Decline"]
         items = []
@@ -209,9 +270,10 @@ class _AvroCode:
             entry = bytes([len(key) << 1]) + key
             with_value, with_null = entry + bytes([branch]), entry + bytes([0])
             keys[f"V{i}"], keys[f"N{i}"] = with_value, with_null
-            lines += [f"    if buf.startswith(V{i}, pos):", f"        pos += {len(with_value)}"]
-            lines += ["        " + line.format(i=i) for line in _AVRO_VALUE[handler]]
-            lines += [f"    elif buf.startswith(N{i}, pos):", f"        pos += {len(with_null)}",
+            # One slice compared twice (value, else null): a slice and == cost less than startswith.
+            lines += [f"    e = buf[pos:pos + {len(with_value)}]", f"    if e == V{i}:"]
+            lines += ["        " + line for line in _value_lines(i, len(with_value), handler)]
+            lines += [f"    elif e == N{i}:", f"        pos += {len(with_null)}",
                       f"        x{i} = None", "    else:", "        return any_order(buf, first)"]
             items.append(f"{literal(column.name)}: x{i}")
         if columns:
@@ -223,7 +285,9 @@ class _AvroCode:
         tail = long_bytes(u64_as_i64(table.schema_version)) + b"\x00\x00\x00"
         namespace: dict[str, Any] = {
             **keys,
-            "Row": Row, "Decline": Decline, "long": avro_long, "string": _avro_string_end, "f32": _F32.unpack_from,
+            "Row": Row, "Decline": Decline, "long": avro_long, "slen": _SHORT_LENGTH, "zz": _SHORT_LONG,
+            "from_bytes": int.from_bytes, "HIGH_BITS": _HIGH_BITS, "TEN_BYTES": _HIGH_BITS ^ (0x80 << 72),
+            "SEVEN_BITS_10": _SEVEN_BITS[10], "string": _avro_string_end, "f32": _F32.unpack_from,
             "f64": _F64.unpack_from, "any_order": self._any_order, "HEAD": head, "HEAD_SIZE": len(head),
             "TAIL": tail, "TAIL_SIZE": len(tail), "replace": msgspec.structs.replace, "UPDATE": Op.UPDATE,
             "DELETE": Op.DELETE,
@@ -255,9 +319,9 @@ class _AvroCode:
                 found[name] = None
                 continue
             value: Value
-            if handler <= _H_ULONG:
+            if handler <= _H_ULONG or handler == _H_UBIG:
                 value, pos = avro_long(buf, pos)
-                if handler == _H_ULONG and value < 0:
+                if handler != _H_LONG and value < 0:
                     value &= _MASK64
             elif handler == _H_BYTES:
                 start, pos = _avro_string_end(buf, pos)

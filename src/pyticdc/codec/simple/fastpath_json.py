@@ -33,6 +33,8 @@ __all__ = [
     "float32_buffer",
     "json_plan",
     "lax_json_safe",
+    "lax_null_safe",
+    "lax_zero_safe",
     "wire_image",
 ]
 
@@ -275,13 +277,13 @@ def make(template):
 
 
 def _check_lax(message: bytes) -> None:
-    if not lax_json_safe(message):
+    # Only a "null" string turns into a null: a "-0" is the zero check's (_check_lax_zero) concern.
+    if not lax_null_safe(message):
         raise Decline
 
 
 def _check_lax_zero(message: bytes) -> None:
-    # Only "-0" (or an escaped spelling of it) turns into a zero: cheaper than lax_json_safe.
-    if b'"-0"' in message or (b"\\u00" in message and _LAX_MINUS_ZERO.search(message) is not None):
+    if not lax_zero_safe(message):
         raise Decline
 
 
@@ -389,19 +391,29 @@ def lax_json_safe(message: bytes) -> bool:
     match every spelling, so a backslash elsewhere (an escaped quote in a JSON column, a newline
     in a text) no longer sends a message with a NULL to the two-pass path.
     """
+    return lax_null_safe(message) and lax_zero_safe(message)
+
+
+def lax_null_safe(message: bytes) -> bool:
+    """Whether no string of the message is a "null" (any case, any letter \\u-escaped), which lax mode reads as null."""
     lowered = message.lower()
-    if b'"null"' in lowered or b'"-0"' in message:
+    if b'"null"' in lowered:
         return False
-    # Without an escaped n, u, l, minus or zero only those plain spellings could match (the
-    # patterns start with a quote, which re tries at every quote: run them only when needed).
-    if b"\\u00" not in message or _ESCAPED_CHARACTER.search(lowered) is None:
+    # Without a backslash (one memchr) no escaped spelling exists; with one, an escape of n, u or l
+    # must (the pattern starts with a quote, which re tries at every quote: run it only when needed).
+    if 0x5C not in message or _ESCAPED_NULL_CHARACTER.search(lowered) is None:
         return True
-    return _LAX_NULL.search(lowered) is None and _LAX_MINUS_ZERO.search(message) is None
+    return _LAX_NULL.search(lowered) is None
+
+
+def lax_zero_safe(message: bytes) -> bool:
+    """Whether no string of the message is a "-0" (either character \\u-escaped), which lax mode reads as 0."""
+    return b'"-0"' not in message and (0x5C not in message or _LAX_MINUS_ZERO.search(message) is None)
 
 
 #: "null" in any case (on the lowered message), each letter plain or \u-escaped (hex in any case).
 _LAX_NULL: Final = re.compile(rb'"(?:n|\\u00[46]e)(?:u|\\u00[57]5)(?:l|\\u00[46]c)(?:l|\\u00[46]c)"')
-#: A \u escape of a character of "null" (lowered) or "-0".
-_ESCAPED_CHARACTER: Final = re.compile(rb"\\u00(?:[46][ec]|[57]5|2d|30)")
+#: A \u escape of a character of "null" (on the lowered message).
+_ESCAPED_NULL_CHARACTER: Final = re.compile(rb"\\u00(?:[46][ec]|[57]5)")
 #: "-0", each character plain or \u-escaped.
 _LAX_MINUS_ZERO: Final = re.compile(rb'"(?:-|\\u002[dD])(?:0|\\u0030)"')

@@ -27,7 +27,7 @@ DEFAULT_MAX_INACTIVE_MS: Final = 30 * 60 * 1000
 TICKER_INTERVAL_MS: Final = 5000
 
 
-@dataclass
+@dataclass(slots=True)
 class _TableState:
     table_info: TableInfo
     last_row_ms: int
@@ -71,14 +71,15 @@ class BootstrapPolicy:
         before these rows are counted. ``table_key`` defaults to ``table_info.table_id``; pass the
         physical (partition) table id for partitioned tables, as TiCDC keys by it.
         """
-        if not self.enabled:
+        interval_ms = self.interval_ms
+        if interval_ms <= 0 or self.msg_count <= 0:  # not enabled; spelt out: this runs once per row
             return False
         key = table_info.table_id if table_key is None else table_key
         state = self._tables.get(key)
         if state is None or now_ms - state.last_row_ms > self.max_inactive_ms:
             self._tables[key] = _TableState(table_info, now_ms, now_ms, max(row_count - 1, 0))
             return True
-        due = self._is_due(state, now_ms)
+        due = now_ms - state.last_sent_ms >= interval_ms or state.rows_since_sent >= self.msg_count  # _is_due
         if due:
             state.last_sent_ms = now_ms
             state.rows_since_sent = 0
@@ -86,7 +87,8 @@ class BootstrapPolicy:
         state.last_row_ms = now_ms
         # Rename keeps UpdateTS but changes the name: either refreshes the table info to send.
         current = state.table_info
-        if (current.schema_version != table_info.schema_version or current.table != table_info.table
+        if current is not table_info and (
+                current.schema_version != table_info.schema_version or current.table != table_info.table
                 or current.schema != table_info.schema):
             state.table_info = table_info
         return due

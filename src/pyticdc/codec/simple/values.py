@@ -242,7 +242,10 @@ def normalize(value: object, column: ColumnInfo, kind: int, bounds: tuple[int, i
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
         if isinstance(value, str):
-            return value.encode("utf-8", "surrogateescape")
+            try:
+                return value.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:  # a surrogate no undecodable byte stands for
+                raise _bad(column, value, "text is not valid Unicode") from None
         raise _bad(column, value, "expected bytes")
     # KIND_TEXT, KIND_TIMESTAMP: TiDB's printed string.
     if isinstance(value, str):

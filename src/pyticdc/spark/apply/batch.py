@@ -4,12 +4,17 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
 
     decode       mapInArrow: records → change rows + metadata rows          (persisted; metadata collected)
     plan         driver: watermarks, global watermark, DDL to release, waves (pyticdc.spark.apply.plan)
-    mark         mapInArrow: re-sent rows dropped, segment level; staged rows of the last batch unioned
-    de-dup       dropDuplicates on the consumer's change identity          (persisted; a summary collected)
+    mark         Spark columns: re-sent rows dropped (each row's resolved ts before it from the decode
+                 task's running watermark and the plan's carry per task), segment level; staged rows of the
+                 last batch unioned (a Python mapInArrow only when a task read a partition out of order)
+    de-dup       by table, dropDuplicates on the change identity            (persisted; a summary collected)
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
     per level    net change per (table, handle) with max_by, then the engine applies every table's segment
                  of the level in one job; then the driver executes the DDLs of the next wave
     commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit)
+
+Python runs once per record (decode) and once per table segment (apply); the wide rows are shuffled once,
+by table, and de-duplication, net change and the grouped apply all keep that partitioning.
 
 The progress and the table positions mean what they mean for the driver engine
 (:class:`pyticdc.replica.Replicator`): the consumer state holds offsets, per-partition resolved ts, the
@@ -63,7 +68,7 @@ from pyticdc.spark.apply.decode import (
 from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
 
-__all__ = ["DistributedReplicator", "supports"]
+__all__ = ["DistributedReplicator", "level_column", "mark_columns", "supports"]
 
 TopicPartition = tuple[str, int]
 
@@ -84,6 +89,8 @@ class DistributedReplicator:
 
     Same constructor arguments and :meth:`process` result as :class:`pyticdc.replica.Replicator`, plus the
     Spark session; :meth:`process` takes a DataFrame with the Kafka source columns instead of records.
+    ``merge``: ``delta-rs`` (MERGE in the executors) or ``delta-spark`` (MERGE INTO by Delta on Spark:
+    :mod:`pyticdc.spark.apply.delta_spark`).
     """
 
     def __init__(
@@ -91,7 +98,7 @@ class DistributedReplicator:
         partitions: Mapping[str, int], tables: Sequence[str] | None = None, time_zone: str | None = None,
         hook: Hook | None = None, app_id: str = APP_ID, storage_options: Mapping[str, str] | None = None,
         source: Mapping[str, Any] | None = None, modelling: Modelling | None = None,
-        table_options: TableOptions | None = None,
+        table_options: TableOptions | None = None, merge: str = "delta-rs",
     ) -> None:
         if modelling is not None and modelling.driver_only:
             raise ConfigError(f"the distributed engine does not implement {', '.join(modelling.driver_only)} yet: "
@@ -116,7 +123,14 @@ class DistributedReplicator:
         self.source = {**dict(source or {}), "protocol": self.protocol,
                        "options": {k: v for k, v in sorted(self.options.items())}, "engine": "distributed"}
         self.partitions = dict(partitions)
-        self.engine = DeltaRsEngine()
+        #: ``merge``: who MERGEs the segments, delta-rs in the executors or Delta on Spark (``delta-spark``).
+        self.engine: Any = DeltaRsEngine()
+        if merge == "delta-spark":
+            from pyticdc.spark.apply.delta_spark import DeltaSparkEngine
+
+            self.engine = DeltaSparkEngine(spark, self._staging_root(), hook=self.replica.hook_point)
+        elif merge != "delta-rs":
+            raise ConfigError(f"unknown MERGE engine {merge!r}: delta-rs or delta-spark")
         self._broken: BaseException | None = None
         #: Simple: the schema cache of the committed state.
         self._schemas: SchemaCache | None = None
@@ -150,6 +164,9 @@ class DistributedReplicator:
         self.timings[stage] = self.timings.get(stage, 0.0) + now - since
         return now
 
+    def _staging_root(self) -> Path:
+        return Path(str(self.replica.store.internal_path("staging")))  # never remote
+
     def _staging(self, version: int) -> Path:
         return Path(str(self.replica.store.internal_path("staging"))) / f"v{version}"  # never remote
 
@@ -181,6 +198,8 @@ class DistributedReplicator:
         version = self.progress.version
         report = BatchReport(version=version + 1)
         stats_before = msgspec.structs.replace(self.replica.stats)
+        filtered_before = set(self.replica.filtered_tables)
+        by_table_before = dict(self.replica.rows_by_table)
         start = self.next_offsets()
         columns = ["key", "value", "topic", "partition", "offset"]
         raw = records.select(*[F.col(c) for c in columns]).withColumn("partition", F.col("partition").cast("int"))
@@ -188,7 +207,8 @@ class DistributedReplicator:
         decoded = raw.mapInArrow(decode, _spark_schema(DECODED_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(decoded)
         clock = time.perf_counter()
-        meta = decoded.where(F.col("kind") != "row").toArrow().to_pylist()
+        # Held rows (Simple, before their schema) are row-sized: they stay in the executors like the others.
+        meta = decoded.where(~F.col("kind").isin("row", "held")).toArrow().to_pylist()
         clock = self._lap("decode", clock)
         subscription = [(t, p) for t, count in self.partitions.items() for p in range(count)]
         plan = plan_batch(meta, self.state, subscription, self.protocol)
@@ -258,6 +278,10 @@ class DistributedReplicator:
         report.unhandled_ddl = list(self.replica.unhandled)
         report.rows_duplicate = max(0, read_rows - new_rows)
         report.rows_filtered = replica.rows_filtered - stats_before.rows_filtered
+        report.filtered_tables = sorted(self.replica.filtered_tables - filtered_before)
+        report.rows_by_table = {key: count - by_table_before.get(key, 0)
+                                for key, count in self.replica.rows_by_table.items()
+                                if count != by_table_before.get(key, 0)}
         report.rejected = len(plan.quarantined) + len(plan.lines)
         return report
 
@@ -290,17 +314,24 @@ class DistributedReplicator:
         from pyspark.sql import functions as F
 
         schema = _spark_schema(CHANGE_SCHEMA)
+        level = level_column(plan)
         union = None
         for frame, staged in self._sources(decoded, plan, version):
             if only_held:
                 frame = frame.where(F.col("kind") == "held")
             if schemas is not None:
-                frame = frame.mapInArrow(functools.partial(resolve_held, versions=schemas.versions()),
-                                         _spark_schema(DECODED_SCHEMA))
-            frame = frame.mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=staged), schema)
-            union = frame if union is None else union.unionByName(frame)
+                # Only held rows go through Python again; the others keep their columns as they are.
+                typed = frame.where(F.col("kind") == "held").mapInArrow(
+                    functools.partial(resolve_held, versions=schemas.versions()), _spark_schema(DECODED_SCHEMA))
+                frame = typed if only_held else frame.where(F.col("kind") != "held").unionByName(typed)
+            marked = None if level is None else mark_columns(self.spark, frame, plan, staged, level)
+            if marked is None:
+                marked = frame.mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=staged), schema)
+            union = marked if union is None else union.unionByName(marked)
         assert union is not None  # the decoded frame is always a source
-        return union.dropDuplicates(["ident"])
+        # One shuffle of the wide rows, by table: the de-duplication (an identity names its table), the net
+        # change per (table, handle) and the apply grouped by table all run in that partitioning.
+        return union.repartition("tkey").dropDuplicates(["tkey", "ident"])
 
     def _changes(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
                  dropped: list[bytes]) -> Any:
@@ -473,6 +504,62 @@ def _strategy(kinds: set[str], name: str) -> str:
                        "distributed engine cannot fold them: use engine='driver'")
 
 
+def mark_columns(spark: Any, frame: Any, plan: BatchPlan, staged: bool, level: Any) -> Any:
+    """:func:`~pyticdc.spark.apply.decode.mark_changes` as Spark columns (``level``: :func:`level_column`).
+
+    No Python pass over the rows; None when the plan cannot tell re-sends so (a task read out of order).
+    """
+    from pyspark.sql import functions as F
+
+    names = [*DECODED_SCHEMA.names, "staged", "level"]
+    flags = [F.lit(staged).alias("staged"), level.cast("int").alias("level")]
+    if staged:
+        return frame.select(*DECODED_SCHEMA.names, *flags).select(*names)
+    if plan.carry is None:
+        return None
+    # A re-sent row: at or below the released ts, or its partition's resolved ts where it was read.
+    values = set(plan.carry.values())
+    if len(values) <= 1:
+        before = F.greatest(F.col("rb"), F.lit(next(iter(values), 0)).cast("long"))
+    else:
+        carry = spark.createDataFrame([(t, p, s, c) for (t, p, s), c in plan.carry.items()],
+                                      "topic string, partition int, seg long, carry long")
+        frame = frame.join(F.broadcast(carry), ["topic", "partition", "seg"], "left")
+        before = F.greatest(F.col("rb"), F.coalesce(F.col("carry"), F.lit(0).cast("long")))
+    kept = frame.where((F.col("ts") > F.lit(plan.marks.released)) & (F.col("ts") > before))
+    return kept.select(*DECODED_SCHEMA.names, *flags).select(*names)
+
+
+#: Beyond this many DDL barriers in a batch the segment level is computed in Python (a CASE that size is slow).
+_MAX_BARRIERS = 400
+
+
+def level_column(plan: BatchPlan) -> Any:
+    """The segment level of a change row as a Spark column (as ``Marks.level``); None when there are too many DDLs."""
+    from pyspark.sql import functions as F
+
+    barriers, everywhere = plan.marks.barriers, plan.marks.global_barriers
+    if sum(len(times) for times, _ in barriers.values()) + len(everywhere[0]) > _MAX_BARRIERS:
+        return None
+
+    def steps(times: list[int], levels: list[int]) -> Any:
+        # bisect_left: the level of the last barrier strictly before the row's commit ts (rows at a DDL's ts
+        # go before it); checked from the last barrier down.
+        column = None
+        for ts, wave in sorted(zip(times, levels), reverse=True):
+            test = F.col("ts") > F.lit(ts)
+            column = F.when(test, F.lit(wave)) if column is None else column.when(test, F.lit(wave))
+        return F.lit(0) if column is None else column.otherwise(F.lit(0))
+
+    column = None
+    for key, (times, levels) in sorted(barriers.items()):
+        test = F.col("tkey") == F.lit(key)
+        column = (F.when(test, steps(times, levels)) if column is None
+                  else column.when(test, steps(times, levels)))
+    default = steps(*everywhere)
+    return default if column is None else column.otherwise(default)
+
+
 def _net_change(rows: Any) -> Any:
     """One row per (table, handle): its last action in apply order, and fresh/stale change counts."""
     from pyspark.sql import functions as F
@@ -480,15 +567,16 @@ def _net_change(rows: Any) -> Any:
     fresh = (F.col("ts") * 2) > F.col("held")
     order = F.struct("ts", "rank", "sub", (~F.col("staged")).cast("int").alias("new"), "offset", "idx")
     common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "offset", "idx", "held", "op"]
-    deletes = (rows.where((F.col("op") == "delete") | ((F.col("op") == "update") & F.col("pre").isNotNull()))
-               .where(F.col("pre").isNotNull())
-               .select(*common, F.col("pre_h").alias("h"), F.lit("delete").alias("act"), F.lit(0).alias("sub"),
-                       F.col("pre").alias("img"), (F.col("op") == "delete").cast("int").alias("primary"),
-                       F.lit(-1).alias("delta")))
-    upserts = (rows.where((F.col("op") != "delete") & F.col("post").isNotNull())
-               .select(*common, F.col("post_h").alias("h"), F.lit("upsert").alias("act"), F.lit(1).alias("sub"),
-                       F.col("post").alias("img"), F.lit(1).alias("primary"), F.lit(1).alias("delta")))
-    actions = deletes.unionByName(upserts).withColumn("fresh", fresh)
+    # A delete of the pre-image and an upsert of the post-image per change, as one explode (a union would lose
+    # the table partitioning the rows arrive in, and shuffle them again).
+    deletes = F.when(((F.col("op") == "delete") | (F.col("op") == "update")) & F.col("pre").isNotNull(), F.struct(
+        F.col("pre_h").alias("h"), F.lit("delete").alias("act"), F.lit(0).alias("sub"), F.col("pre").alias("img"),
+        (F.col("op") == "delete").cast("int").alias("primary"), F.lit(-1).alias("delta")))
+    upserts = F.when((F.col("op") != "delete") & F.col("post").isNotNull(), F.struct(
+        F.col("post_h").alias("h"), F.lit("upsert").alias("act"), F.lit(1).alias("sub"), F.col("post").alias("img"),
+        F.lit(1).alias("primary"), F.lit(1).alias("delta")))
+    actions = (rows.select(*common, F.explode(F.array(deletes, upserts)).alias("a")).where(F.col("a").isNotNull())
+               .select(*common, "a.*").withColumn("fresh", fresh))
     return (actions.groupBy("tkey", "h")
             .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko", "op"), order).alias("w"),
                  F.sum(F.when(F.col("fresh"), F.col("primary")).otherwise(0)).alias("fresh"),

@@ -60,6 +60,11 @@ _FIELDS: Final = [
     ("text", pa.string()),          # error reason, TableInfo JSON
     ("raw_key", pa.binary()),
     ("raw_value", pa.binary()),     # the record's bytes (error, line); the pickled DDLEvent (ddl)
+    # Re-send marks without a second Python pass (see decode_records): ``rb`` is the highest resolved ts the
+    # task saw earlier in the row's partition (``part`` rows: the highest of the task), ``seg`` the first offset
+    # the task read of that partition.
+    ("rb", pa.int64()),
+    ("seg", pa.int64()),
 ]
 #: Columns of the decoded frame.
 DECODED_SCHEMA: Final = pa.schema(_FIELDS)
@@ -155,7 +160,7 @@ def resolve_held(batches: Iterator[pa.RecordBatch],
             row: RowChange = pickle.loads(values["raw_value"])
             version = row.schema_version or (row.table_info.schema_version if row.table_info is not None else 0)
             info = cache.lookup(row.schema, row.table, row.commit_ts, version)
-            where = {k: values[k] for k in ("topic", "partition", "offset", "idx")}
+            where = {k: values[k] for k in ("topic", "partition", "offset", "idx", "rb", "seg")}
             if info is None:
                 out.add(values)
                 continue
@@ -192,10 +197,17 @@ class _Out:
 
 def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Mapping[str, str],
                    start: Mapping[tuple[str, int], int], batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
-    """Records (Kafka source columns) → decoded rows; records below ``start`` (already consumed) are skipped."""
+    """Records (Kafka source columns) → decoded rows; records below ``start`` (already consumed) are skipped.
+
+    Each row carries ``rb``, the highest resolved ts this task read before it in its partition, and ``seg``, the
+    first offset of that partition in this task: with the ``part`` rows (per partition the task's first and
+    last offset, highest resolved ts, and ``text`` "unordered" when its offsets did not increase) the driver
+    knows each row's resolved ts before it as Spark column arithmetic (:func:`pyticdc.spark.apply.plan.carries`).
+    """
     decoder = new_decoder(protocol, options)
     out = _Out()
     infos: dict[str, str] = {}
+    # (topic, partition) → [records, last offset, row events, first offset, highest resolved ts, ordered]
     parts: dict[tuple[str, int], list[int]] = {}
     for batch in batches:
         data = batch.to_pydict()
@@ -207,24 +219,26 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
                 continue
             if offset < start.get((topic, partition), 0):
                 continue
-            seen = parts.setdefault((topic, partition), [0, -1, 0])
+            seen = parts.setdefault((topic, partition), [0, -1, 0, offset, 0, 1])
+            if offset <= seen[1]:
+                seen[5] = 0  # the carried resolved ts would be wrong: the driver marks in Python instead
             seen[0] += 1
             seen[1] = max(seen[1], offset)
-            seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos)
+            seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos, seen)
             if out.size >= batch_rows:
                 yield out.batch()
     for ident, text in infos.items():
         out.add({"kind": "info", "info": ident, "text": text})
-    for (topic, partition), (count, last, rows) in parts.items():
+    for (topic, partition), (count, last, rows, first, high, ordered) in parts.items():
         # Records read (ts), the last offset and the row events decoded (row_id) of each partition.
         out.add({"kind": "part", "topic": topic, "partition": partition, "offset": last, "ts": count,
-                 "row_id": rows})
+                 "row_id": rows, "seg": first, "rb": high, "text": None if ordered else "unordered"})
     if out.size:
         yield out.batch()
 
 
 def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | None, where: dict[str, Any],
-                out: _Out, infos: dict[str, str]) -> int:
+                out: _Out, infos: dict[str, str], seen: list[int]) -> int:
     reason = ""
     events: list[Any] = []
     try:
@@ -241,7 +255,7 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
         return 0
     rows = 0
     for index, event in enumerate(events):
-        here = {**where, "idx": index}
+        here = {**where, "idx": index, "rb": seen[4], "seg": seen[3]}
         if isinstance(event, RowChange):
             if event.table_info is None or not event.table_info.columns:
                 out.add({**here, **held_values(event)})
@@ -252,6 +266,7 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
             out.add({**here, "kind": "boot", "raw_value": pickle.dumps(event)})
         elif isinstance(event, Watermark):
             out.add({**here, "kind": "wm", "ts": event.resolved_ts})
+            seen[4] = max(seen[4], event.resolved_ts)
         elif isinstance(event, DDLEvent):
             out.add({**here, "kind": "ddl", "ts": event.commit_ts, "tkey": tkey(event.schema, event.table),
                      "raw_value": pickle.dumps(event)})

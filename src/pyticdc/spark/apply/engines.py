@@ -266,6 +266,8 @@ class SegmentReplica(DeltaReplica):
         entry.info = parse_table_info(result["info"])
         self.store.forget(Path(task.path))  # written by another process: re-open for its new version
         self.stats.rows_applied += int(result["applied"])
+        if int(result["applied"]):  # per-table counts of the metrics endpoint, as the driver engine keeps them
+            self.rows_by_table[key] = self.rows_by_table.get(key, 0) + int(result["applied"])
         self.stats.rows_skipped += int(result["skipped"])
         self.stats.rewrites += int(result["rewrites"])
         if not result["merged"]:

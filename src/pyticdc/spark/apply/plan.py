@@ -27,7 +27,7 @@ from pyticdc.consumer.units import QuarantinedRecord
 from pyticdc.model import ActionType, DDLEvent
 from pyticdc.spark.apply.decode import Marks, ordered_steps, tkey
 
-__all__ = ["BatchPlan", "plan_batch", "touched_tables"]
+__all__ = ["BatchPlan", "carries", "plan_batch", "touched_tables"]
 
 TopicPartition = tuple[str, int]
 #: DDL types that may change a table other than the one they name (or name none): barriers for every table.
@@ -62,6 +62,9 @@ class BatchPlan:
     quarantine_marks: dict[TopicPartition, int] = field(default_factory=dict)
     #: TableInfo digest → JSON.
     infos: dict[str, str] = field(default_factory=dict)
+    #: (topic, partition, first offset of a task) → the resolved ts before that task's records (see
+    #: :func:`carries`); None when a task read a partition out of order (rows are then marked in Python).
+    carry: dict[tuple[str, int, int], int] | None = None
     records: int = 0
     watermarks: int = 0
     watermarks_stale: int = 0
@@ -89,6 +92,7 @@ def plan_batch(meta: Iterable[Mapping[str, Any]], state: ConsumerState, subscrip
     plan_infos: dict[str, str] = {}
     errors: list[Mapping[str, Any]] = []
     lines: list[tuple[str, int, bytes | None, bytes | None]] = []
+    portions: dict[TopicPartition, list[tuple[int, int, int, bool]]] = {}
     records = 0
     for row in meta:
         kind = row["kind"]
@@ -104,6 +108,8 @@ def plan_batch(meta: Iterable[Mapping[str, Any]], state: ConsumerState, subscrip
             offsets[tp] = max(offsets.get(tp, 0), row["offset"] + 1)
             initial.setdefault(tp, 0)
             marks_q.setdefault(tp, 0)
+            portions.setdefault(tp, []).append((row.get("seg") or 0, row["offset"], row.get("rb") or 0,
+                                                row.get("text") is None))
         elif kind == "error":
             errors.append(row)
         elif kind == "line":
@@ -151,7 +157,29 @@ def plan_batch(meta: Iterable[Mapping[str, Any]], state: ConsumerState, subscrip
                      resolved=resolved, marks=marks,
                      ddls=waves, pending_ddls=pending, quarantined=quarantined, lines=lines, quarantine_marks=marks_q,
                      infos=plan_infos, records=records, watermarks=fresh, watermarks_stale=stale,
-                     ddls_replayed=replayed, ddls_duplicate=duplicate)
+                     ddls_replayed=replayed, ddls_duplicate=duplicate, carry=carries(portions, initial))
+
+
+def carries(portions: Mapping[TopicPartition, list[tuple[int, int, int, bool]]],
+            initial: Mapping[TopicPartition, int]) -> dict[tuple[str, int, int], int] | None:
+    """Per task portion of a partition, the resolved ts before its first record; None if it cannot be known.
+
+    ``portions``: per partition, what each decode task read of it — (first offset, last offset, highest resolved
+    ts, offsets increasing). A row's resolved ts before it is then the larger of its task's ``rb`` and its
+    portion's carry: the partition's committed resolved ts and every watermark of the portions before it.
+    Portions that overlap or were read out of order leave it unknown (None).
+    """
+    out: dict[tuple[str, int, int], int] = {}
+    for (topic, partition), found in portions.items():
+        high = initial.get((topic, partition), 0)
+        last = -1
+        for first, end, top, ordered in sorted(found):
+            if not ordered or first <= last:
+                return None
+            out[(topic, partition, first)] = high
+            high = max(high, top)
+            last = end
+    return out
 
 
 def _waves(ddls: list[DDLEvent]) -> list[tuple[int, DDLEvent]]:

@@ -1,0 +1,221 @@
+"""Simple-Avro's fast row writer: one function generated per table writes a whole DML message.
+
+The encoder's reference path (``Encoder._dml_avro``) writes a message field by field; this writer
+speculates on the message TiCDC writes most — an INSERT, UPDATE or DELETE whose images hold every
+non-virtual column of the table, no claim-check location, not handle-key-only — and writes it in
+one go: the fields fixed per table (database, table, tableID, schemaVersion and the empty optional
+fields) are bytes made once, each map entry's key and union branch one constant, and the values
+straight-line code per column type. A value of another type goes through the reference per-value
+function (``values.avro_value``: the same bytes or EncodeError). Anything else — a missing column,
+a float past float32, a commit ts that is no uint64 — declines (the writer returns None or raises
+one of ``WRITER_DECLINES``) and the encoder writes the row the reference way, which also raises
+its EncodeErrors. A conformance test checks both give the same bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any, Final
+
+from pyticdc.codec._fastpath import DECLINES, compile_function, literal
+from pyticdc.codec.simple import values as V
+from pyticdc.codec.simple.avro import DML_HEAD, DML_TYPES, long_bytes
+from pyticdc.codec.simple.fastpath import compiled
+from pyticdc.codec.simple.message import DML_TYPE_NAMES, INT64_MAX, MASK64, u64_as_i64
+from pyticdc.errors import EncodeError
+from pyticdc.model import Op, RowChange, TableInfo
+
+__all__ = ["WRITER_DECLINES", "AvroRowWriter", "avro_row_writer"]
+
+#: (row, buildTs, encoded location) → the message bytes, or None where the reference path must write it.
+AvroRowWriter = Callable[[RowChange, int, bytes], "bytes | None"]
+
+#: What a writer may raise to decline a row: the fast-path declines and the reference functions'
+#: EncodeError (the reference path raises it again, with its own checks first).
+WRITER_DECLINES: Final = (*DECLINES, EncodeError)
+
+_F32: Final = struct.Struct("<f")
+_F64: Final = struct.Struct("<d")
+
+
+def _varint(out: bytearray, zigzag: int) -> None:
+    """Append a zigzag value of any length below 2**64 (as avro.write_long's loop)."""
+    while zigzag > 0x7F:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+
+
+# A zigzag value ``z`` appended: one to three bytes inline, longer ones by _varint.
+_ZIGZAG: Final = ("if z < 0x80: out.append(z)", "elif z < 0x4000: out.append(z & 0x7F | 0x80); out.append(z >> 7)",
+                  "elif z < 0x200000: out += bytes((z & 0x7F | 0x80, (z >> 7) & 0x7F | 0x80, z >> 14))",
+                  "else: varint(out, z)")
+_LONG: Final = ("z = (v << 1) ^ (v >> 63)", *_ZIGZAG)
+_UINT64: Final = ("if v > 9223372036854775807: v -= 18446744073709551616", *_LONG)  # the int64 reinterpretation
+# Avro bytes/string ``b`` after the entry's key and branch ``KB{i}``: its length (zigzag of a
+# non-negative number: twice it), then the data. Below 64 bytes the key, branch and length are
+# one of the column's 64 constants ``KBL{i}``.
+_DATA: Final = ("n = len(b)", "if n < 64: out += KBL{i}[n]", "else:", "    out += KB{i}", "    z = n << 1",
+                *("    " + line for line in _ZIGZAG), "out += b")
+
+
+def _column_lines(i: int, spec: V.ColumnPlan) -> tuple[str, ...]:
+    """(fast-case condition, statements) of column ``i``: key and branch bytes are ``KB{i}``.
+
+    Text is encoded strictly: a lone surrogate (UnicodeEncodeError, a ValueError) declines the
+    row to the reference path, which writes it back as the byte it stands for.
+    """
+    kind = spec.kind
+    low, high = spec.bounds
+    if kind == V.KIND_INT:
+        fast: tuple[str, ...] = (f"type(v) is int and {low} <= v <= {high}", "out += KB{i}",
+                                 *(_UINT64 if high > INT64_MAX else _LONG))
+    elif kind == V.KIND_UINT:
+        fast = (f"type(v) is int and 0 <= v <= {MASK64}", "out += KB{i}", *_UINT64)
+    elif kind == V.KIND_FLOAT:
+        fast = ("type(v) is float and v - v == 0", "out += KB{i}", "out += f32(v)")  # OverflowError: declines
+    elif kind == V.KIND_DOUBLE:
+        fast = ("type(v) is float and v - v == 0", "out += KB{i}", "out += f64(v)")
+    elif kind == V.KIND_TIMESTAMP:
+        fast = ("type(v) is str", "out += KB{i}", "out += loc", "b = v.encode()", "z = len(b) << 1", *_ZIGZAG,
+                "out += b")
+    elif kind == V.KIND_BYTES:
+        fast = ("type(v) is bytes", "b = v", *_DATA)
+    else:
+        fast = ("type(v) is str", "b = v.encode()", *_DATA)
+    return tuple(line.replace("{i}", str(i)) for line in fast)
+
+
+def _branch(spec: V.ColumnPlan) -> int:
+    """The union branch byte the fast case writes (as values.avro_value does)."""
+    kind = spec.kind
+    if kind == V.KIND_INT:
+        return V.B_UBIGINT if spec.ubigint else V.B_LONG
+    return {V.KIND_UINT: V.B_LONG, V.KIND_FLOAT: V.B_FLOAT, V.KIND_DOUBLE: V.B_DOUBLE,
+            V.KIND_TIMESTAMP: V.B_TIMESTAMP, V.KIND_BYTES: V.B_BYTES if spec.binary else V.B_STRING}.get(
+        kind, V.B_STRING)
+
+
+_MESSAGE: Final = """
+def write(row, build_ts, loc):
+    commit_ts = row.commit_ts
+    if type(commit_ts) is not int:
+        return None
+    ts = seen.get(commit_ts)  # the rows of a transaction share their commit ts: its varint once
+    if ts is None:
+        if not 0 <= commit_ts <= 18446744073709551615:
+            return None
+        ts = bytearray()
+        z = commit_ts - 18446744073709551616 if commit_ts > 9223372036854775807 else commit_ts
+        varint(ts, (z << 1) ^ (z >> 63))
+        if len(seen) >= 64:
+            seen.clear()
+        seen[commit_ts] = ts = bytes(ts)
+    table_id = row.physical_table_id or row.table_id or TABLE_ID
+    if table_id == TABLE_ID:
+        head = HEAD_WITH_ID
+    elif type(table_id) is int and -9223372036854775808 <= table_id <= 9223372036854775807:
+        head = bytearray(HEAD)
+        varint(head, (table_id << 1) ^ (table_id >> 63))
+    else:
+        return None
+    op = row.op
+    if op is INSERT:
+        data = row.columns
+        if data is None:
+            return None
+        out = bytearray(head)
+        out += KIND_INSERT
+        old = None
+    elif op is UPDATE:
+        data, old = row.columns, row.pre_columns
+        if data is None or old is None:
+            return None
+        out = bytearray(head)
+        out += KIND_UPDATE
+    elif op is DELETE:
+        old = row.pre_columns
+        if old is None or KEY_ONLY_DELETE:
+            return None
+        out = bytearray(head)
+        out += KIND_DELETE
+        data = None
+    else:
+        return None
+    out += ts
+    z = (build_ts << 1) ^ (build_ts >> 63)
+    if z < 0x80:
+        out.append(z)
+    elif -9223372036854775808 <= build_ts <= 9223372036854775807:
+        varint(out, z)
+    else:
+        return None
+    if data is None:
+        out += VERSION_NO_DATA  # schemaVersion; no claim-check location, handleKeyOnly or checksum; no data
+    else:
+        out += VERSION_DATA  # the same, then the data map
+        image(out, data, loc)
+    if old is None:
+        out.append(0)
+    else:
+        out.append(2)
+        image(out, old, loc)
+    return bytes(out)
+"""
+
+
+class _AvroWriterCode:
+    """The generated writer of a table version (shared by equal versions)."""
+
+    __slots__ = ("writers",)
+
+    def __init__(self, table: TableInfo) -> None:
+        specs = [plan for plan in V.table_plan(table)[0] if not plan.virtual]
+        namespace: dict[str, Any] = {
+            "cols": tuple(specs), "general": V.avro_value, "varint": _varint, "f32": _F32.pack, "f64": _F64.pack,
+            "INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE,
+        }
+        lines = ["def image(out, values, loc):", "    out += COUNT"]
+        namespace["COUNT"] = long_bytes(len(specs)) if specs else b""
+        for i, spec in enumerate(specs):
+            fast = _column_lines(i, spec)
+            namespace[f"KB{i}"] = spec.avro_key + bytes([_branch(spec)])
+            namespace[f"KN{i}"] = spec.avro_key + bytes([V.B_NULL])
+            namespace[f"K{i}"] = spec.avro_key
+            namespace[f"KBL{i}"] = tuple(namespace[f"KB{i}"] + bytes([n << 1]) for n in range(64))
+            lines += [f"    v = values[{literal(spec.name)}]", f"    if v is None: out += KN{i}",
+                      f"    elif {fast[0]}:"]
+            lines += ["        " + line for line in fast[1:]]
+            lines += ["    else:", f"        out += K{i}", f"        general(out, cols[{i}], v, loc)"]
+        lines.append("    out.append(0)")
+        schema = table.schema.encode("utf-8", "surrogateescape")
+        name = table.table.encode("utf-8", "surrogateescape")
+        head = DML_HEAD + long_bytes(len(schema)) + schema + long_bytes(len(name)) + name
+        kinds = {op: bytes([DML_TYPES.index(DML_TYPE_NAMES[op]) << 1]) for op in (Op.INSERT, Op.UPDATE, Op.DELETE)}
+        base = {
+            "HEAD": head, "TABLE_ID": table.table_id, "HEAD_WITH_ID": head + long_bytes(table.table_id),
+            "KIND_INSERT": kinds[Op.INSERT], "KIND_UPDATE": kinds[Op.UPDATE], "KIND_DELETE": kinds[Op.DELETE],
+            "VERSION_NO_DATA": long_bytes(u64_as_i64(table.schema_version)) + b"\x00\x00\x00\x00",
+            "VERSION_DATA": long_bytes(u64_as_i64(table.schema_version)) + b"\x00\x00\x00\x02",
+        }
+        source = "\n".join(lines) + "\n" + _MESSAGE
+        # Two writers: DELETEs written in full, or declined (delete-only-output-handle-key-columns).
+        self.writers: tuple[AvroRowWriter, ...] = tuple(
+            compile_function(source, "write", {**namespace, **base, "KEY_ONLY_DELETE": key_only, "seen": {}})
+            for key_only in (False, True)
+        )
+
+
+def avro_row_writer(table: TableInfo, key_only_delete: bool) -> AvroRowWriter | None:
+    """The fast row writer of a table version (shared by equal versions); None when it cannot have one."""
+    cache = table.__dict__
+    try:
+        code: _AvroWriterCode | None = cache["_pyticdc_simple_avro_writer"]
+    except KeyError:
+        try:
+            code = compiled("avro-writer", table, _AvroWriterCode)
+        except (UnicodeEncodeError, ValueError, OverflowError, EncodeError):  # names or ids it cannot write
+            code = None
+        cache["_pyticdc_simple_avro_writer"] = code
+    return None if code is None else code.writers[key_only_delete]
