@@ -26,8 +26,6 @@ def _status(argv: list[str]) -> int:
     (["--table-name", "s.*=flat_{table}"], "is not SCHEMA.TABLE"),
     (["--table-name", "s.*=b.{nope}"], "unknown placeholder {nope}"),
     (["--schema-evolution", "sometimes"], "invalid choice"),
-    (["--exclude-columns", "s.*=secret", "--engine", "distributed"], "column and table mapping"),
-    (["--schema-evolution", "add-only", "--engine", "distributed"], "--schema-evolution add-only"),
 ])
 def test_replicate_refuses_bad_mapping_flags_with_one_line_and_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], words: str) -> None:

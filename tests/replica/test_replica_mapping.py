@@ -107,10 +107,13 @@ def test_rules_first_match_wins_and_names_compare_case_insensitively() -> None:
         "a2": "amount", "y": "", "key": "key"}
 
 
-def test_modelling_with_mapping_or_a_mode_is_driver_only() -> None:
-    assert Modelling(mapping=NameMapping.parse(table_names=["s.*=b.{table}"])).driver_only == (
-        "column and table mapping",)
-    assert Modelling(schema_evolution="add-only").driver_only == ("--schema-evolution add-only",)
+def test_modelling_with_mapping_or_a_mode_runs_on_both_engines() -> None:
+    # The distributed engine ships each table's column decisions and kept columns to its executors.
+    assert Modelling(mapping=NameMapping.parse(table_names=["s.*=b.{table}"], exclude_columns=["s.*=x"])).driver_only \
+        == ()
+    for mode in ("add-only", "fail", "rescue"):
+        assert Modelling(schema_evolution=mode).driver_only == ()
+    assert Modelling(schema_evolution="rescue", history=("s.t",)).driver_only == ("history tables",)
     assert Modelling(schema_evolution="rescue").row_columns == ("_commit_time", "_rescued_data")
     assert Modelling().driver_only == ()
 
@@ -278,7 +281,7 @@ def test_decisions_stand_when_the_rules_are_dropped_and_add_only_keeps_a_mapped_
 def test_source_columns_name_a_record_carrying_the_change_across_crashes(protocol: str, tmp_path: Path) -> None:
     model = Modelling.parse(metadata_columns="_source_topic,_source_partition,_source_offset,_op", soft_delete=True,
                             keys=["sim.t_uk*=a,b", "sim.t_rowid*=seq"])
-    assert "_source_* metadata columns" in model.driver_only
+    assert model.driver_only == ()  # both engines keep them (tests/spark/test_distributed_modelling.py)
     plan = FaultPlan(duplicate_rate=0.1, restarts=2, replays=2, garbage=2, crashes=4)
     for seed in (1, 2):
         history = simulate(seed, WorkloadConfig(transactions=40))

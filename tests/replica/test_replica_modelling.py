@@ -68,8 +68,8 @@ def _rows(warehouse: Path, table: str = "t_np") -> list[dict[str, Any]]:
 def test_options_are_validated_before_any_work() -> None:
     with pytest.raises(ConfigError, match="unknown metadata column '_nope'"):
         Modelling.parse(metadata_columns="_op,_nope")
-    # Record positions are kept per row by the driver engine only (tests/replica/test_replica_mapping.py).
-    assert Modelling.parse(metadata_columns="_source_offset").driver_only == ("_source_* metadata columns",)
+    # Both engines keep record positions per row and key overrides (tests/spark/test_distributed_modelling.py).
+    assert Modelling.parse(metadata_columns="_source_offset", keys=["s.t=a"]).driver_only == ()
     with pytest.raises(ConfigError, match=r"expected SCHEMA\.TABLE=COLUMN"):
         Modelling.parse(keys=["shop.orders"])
     with pytest.raises(ConfigError, match=r"table-key shop\.\[: "):
@@ -95,7 +95,8 @@ def test_cli_refuses_bad_modelling_options_with_one_line_and_exit_2(tmp_path: Pa
     capture.write_text("")
     base = ["replicate", "--from", str(capture), "-p", "craft", "--to", str(tmp_path / "wh")]
     for extra, words in ((["--table-key", "s.[=a"], "table-key"), (["--metadata-columns", "_x"], "_x"),
-                         (["--table-key", "s.t=a", "--engine", "distributed"], "key overrides")):
+                         (["--table-key", "s.t=a", "--history", "s.t", "--engine", "distributed"],
+                          "history tables")):
         assert main([*base, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0]

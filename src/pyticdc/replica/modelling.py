@@ -7,9 +7,9 @@
                       ``delete``: the row's last change), ``_ingested_at`` (when the batch applied the row).
                       ``_commit_ts`` (the row's position) and ``_commit_time`` (its physical time) are always
                       there (:data:`ALWAYS_COLUMNS`); naming them is allowed. ``_source_topic``/``_source_partition``/
-                      ``_source_offset`` (driver engine only): the record the row's last change was read from —
-                      the first delivery the consumer kept; a row held across a restart keeps it in the consumer
-                      state, one re-read after a restart is read from the same offsets again.
+                      ``_source_offset``: the record the row's last change was read from — the first delivery the
+                      consumer kept; a row held across a restart keeps it in the consumer state, one re-read after a
+                      restart is read from the same offsets again.
 ``soft_delete``       deleted rows stay, with ``_is_deleted = true`` and their last image (Debezium's
                       ``__deleted``); a re-insert of the key brings the row back with ``_is_deleted = false``.
 ``keys``              ``SCHEMA.TABLE=col1,col2`` (a TiDB table-filter pattern): the columns rows of matching
@@ -64,7 +64,7 @@ __all__ = [
 #: Metadata columns that can be named; ``_commit_ts`` and ``_commit_time`` are there whether named or not.
 METADATA_COLUMNS: Final = ("_op", "_commit_ts", "_commit_time", "_ingested_at", "_source_topic", "_source_partition",
                             "_source_offset")
-#: Where each row's last change was read (driver engine only).
+#: Where each row's last change was read.
 SOURCE_COLUMNS: Final = ("_source_topic", "_source_partition", "_source_offset")
 #: Metadata columns every replica table has: the commit ts (bigint) and its physical time (timestamp).
 ALWAYS_COLUMNS: Final = ("_commit_ts", "_commit_time")
@@ -264,16 +264,10 @@ class Modelling:
     def driver_only(self) -> tuple[str, ...]:
         """The options set here that only the driver apply engine implements (the distributed one refuses them).
 
-        Key overrides: the distributed engine computes handles in the executors' decode, from the handle the
-        messages name. History tables: they need every change of a batch in order, the distributed engine
-        MERGEs only the net change per handle.
+        History tables: they need every change of a batch in order, the distributed engine MERGEs only the net
+        change per handle.
         """
-        return (*(("key overrides",) if self.keys else ()), *(("history tables",) if self.history else ()),
-                # Mapping and evolution modes keep per-table state the executors' MERGEs do not see.
-                *(("column and table mapping",) if not self.mapping.is_default else ()),
-                # The executors' net change keeps no record position per row.
-                *(("_source_* metadata columns",) if set(SOURCE_COLUMNS) & set(self.metadata_columns) else ()),
-                *((f"--schema-evolution {self.schema_evolution}",) if self.schema_evolution != "follow" else ()))
+        return ("history tables",) if self.history else ()
 
     def history_for(self, schema: str, table: str) -> bool:
         """Whether ``schema.table`` matches a ``--history`` pattern."""

@@ -15,7 +15,7 @@ column                    type              meaning
                                             digest of the whole row, how such rows are found
 ``_op``                   string            opt-in: ``insert``, ``update`` or ``delete``, the last change
 ``_ingested_at``          timestamp (UTC)   opt-in: when the batch that wrote the row's last change ran
-``_source_topic``         string            opt-in (driver engine): the Kafka record the last change was read
+``_source_topic``         string            opt-in: the Kafka record the last change was read
 ``_source_partition``     int               from (the first delivery the consumer kept)
 ``_source_offset``        bigint
 ``_rescued_data``         string            ``--schema-evolution rescue``: JSON object of values the table cannot

@@ -7,10 +7,12 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
     mark         Spark columns: re-sent rows dropped (each row's resolved ts before it from the decode
                  task's running watermark and the plan's carry per task), segment level; staged rows of the
                  last batch unioned (a Python mapInArrow only when a task read a partition out of order)
-    de-dup       by table, dropDuplicates on the change identity            (persisted; a summary collected)
+    de-dup       by table, dropDuplicates on the change identity            (persisted; a summary collected);
+                 with ``_source_*`` columns the first delivery of each change is kept (first_deliveries)
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
-    per level    net change per (table, handle) with max_by, then the engine applies every table's segment
-                 of the level in one job; then the driver executes the DDLs of the next wave
+    per level    net change per (table, handle) with max_by (the winner's record: its ``_source_*`` columns),
+                 then the engine applies every table's segment of the level in one job; then the driver
+                 executes the DDLs of the next wave
     commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit)
 
 Python runs once per record (decode) and once per table segment (apply); the wide rows are shuffled once,
@@ -53,7 +55,7 @@ from pyticdc.consumer.units import ApplyUnit, QuarantinedRecord
 from pyticdc.errors import ConfigError, ReplicaError
 from pyticdc.replica.applier import Hook
 from pyticdc.replica.maintenance import TableOptions
-from pyticdc.replica.modelling import Modelling
+from pyticdc.replica.modelling import SOURCE_COLUMNS, Modelling
 from pyticdc.replica.pipeline import BatchReport, table_matcher
 from pyticdc.replica.store import APP_ID, rows_position
 from pyticdc.spark.apply.decode import (
@@ -68,7 +70,7 @@ from pyticdc.spark.apply.decode import (
 from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
 
-__all__ = ["DistributedReplicator", "level_column", "mark_columns", "supports"]
+__all__ = ["DistributedReplicator", "first_deliveries", "level_column", "mark_columns", "supports"]
 
 TopicPartition = tuple[str, int]
 
@@ -203,7 +205,8 @@ class DistributedReplicator:
         start = self.next_offsets()
         columns = ["key", "value", "topic", "partition", "offset"]
         raw = records.select(*[F.col(c) for c in columns]).withColumn("partition", F.col("partition").cast("int"))
-        decode = functools.partial(decode_records, protocol=self.protocol, options=self.options, start=start)
+        decode = functools.partial(decode_records, protocol=self.protocol, options=self.options, start=start,
+                                   keys=self.replica.modelling.keys)
         decoded = raw.mapInArrow(decode, _spark_schema(DECODED_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(decoded)
         clock = time.perf_counter()
@@ -299,7 +302,8 @@ class DistributedReplicator:
             frames.append((self.spark.read.schema(_spark_schema(DECODED_SCHEMA)).parquet(str(staging)), True))
         if self.state.rows:
             # A state written by the driver engine holds its waiting rows itself: they join as staged rows.
-            rows = [decoded_row(b.row) for b in self.state.rows]
+            key_for = self.replica.modelling.key_for
+            rows = [decoded_row(b.row, key_for(b.row.schema, b.row.table), b.origin) for b in self.state.rows]
             table = pa.Table.from_pylist(rows, schema=CHANGE_SCHEMA).drop_columns(["staged", "level"])
             frames.append((self.spark.createDataFrame(table.to_pandas(), schema=_spark_schema(DECODED_SCHEMA)), True))
             for buffered in self.state.rows:
@@ -322,7 +326,8 @@ class DistributedReplicator:
             if schemas is not None:
                 # Only held rows go through Python again; the others keep their columns as they are.
                 typed = frame.where(F.col("kind") == "held").mapInArrow(
-                    functools.partial(resolve_held, versions=schemas.versions()), _spark_schema(DECODED_SCHEMA))
+                    functools.partial(resolve_held, versions=schemas.versions(), keys=self.replica.modelling.keys),
+                    _spark_schema(DECODED_SCHEMA))
                 frame = typed if only_held else frame.where(F.col("kind") != "held").unionByName(typed)
             marked = None if level is None else mark_columns(self.spark, frame, plan, staged, level)
             if marked is None:
@@ -331,6 +336,8 @@ class DistributedReplicator:
         assert union is not None  # the decoded frame is always a source
         # One shuffle of the wide rows, by table: the de-duplication (an identity names its table), the net
         # change per (table, handle) and the apply grouped by table all run in that partitioning.
+        if set(SOURCE_COLUMNS) & set(self.replica.modelling.metadata_columns):
+            return first_deliveries(union.repartition("tkey"))
         return union.repartition("tkey").dropDuplicates(["tkey", "ident"])
 
     def _changes(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
@@ -413,7 +420,10 @@ class DistributedReplicator:
             infos = [parse_table_info(plan.infos[i]) for i in seg["infos"] if i in plan.infos]
             latest = parse_table_info(plan.infos[seg["latest"]]) if seg["latest"] in plan.infos else None
             strategy = _strategy(set(seg["hkinds"]), f"{schema}.{table}")
-            columns = handle_columns(latest)
+            override = self.replica.modelling.key_for(schema, table)
+            if override is not None and latest is not None:
+                self.replica.modelling.check_table(latest)  # an unknown key column: ConfigError, as the driver
+            columns = handle_columns(latest) if override is None else override
             barrier = next_barrier(plan, key_text, level)
             position = rows_position(plan.limit if barrier is None else max(seg["last_ts"], barrier - 1))
             task = self.replica.prepare((schema, table), infos, seg["first_ts"], bool(seg["any_rowid"]), strategy,
@@ -498,6 +508,9 @@ def _counts(offsets: Mapping[TopicPartition, int]) -> dict[str, int]:
 
 
 def _strategy(kinds: set[str], name: str) -> str:
+    if "nokey" in kinds:
+        # As the driver engine (pyticdc.replica.changes.segment_strategy): no row is found by a key it lacks.
+        raise ReplicaError(f"{name}: a change lacks key column(s) of --table-key: the row cannot be found by them")
     if len(kinds) == 1:
         return next(iter(kinds))
     raise ReplicaError(f"{name}: rows of one segment name their handles differently ({sorted(kinds)}); the "
@@ -560,13 +573,30 @@ def level_column(plan: BatchPlan) -> Any:
     return default if column is None else column.otherwise(default)
 
 
+def first_deliveries(rows: Any) -> Any:
+    """One row per (table, change identity), its first delivery: the record its ``_source_*`` columns name.
+
+    First is a staged row (an earlier batch read it), else the lowest (topic, partition, offset, idx): the same
+    record whichever task read which delivery.
+    """
+    from pyspark.sql import functions as F
+
+    names = rows.columns
+    rest = [c for c in names if c not in ("tkey", "ident")]
+    order = F.struct((~F.col("staged")).cast("int").alias("late"), "topic", "partition", "offset", "idx")
+    # Grouped by (tkey, ident) in the tkey partitioning the rows arrive in: no second shuffle.
+    return (rows.groupBy("tkey", "ident").agg(F.min_by(F.struct(*rest), order).alias("first"))
+            .select("tkey", "ident", "first.*").select(*names))
+
+
 def _net_change(rows: Any) -> Any:
     """One row per (table, handle): its last action in apply order, and fresh/stale change counts."""
     from pyspark.sql import functions as F
 
     fresh = (F.col("ts") * 2) > F.col("held")
     order = F.struct("ts", "rank", "sub", (~F.col("staged")).cast("int").alias("new"), "offset", "idx")
-    common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "offset", "idx", "held", "op"]
+    common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "topic", "partition", "offset", "idx", "held",
+              "op"]
     # A delete of the pre-image and an upsert of the post-image per change, as one explode (a union would lose
     # the table partitioning the rows arrive in, and shuffle them again).
     deletes = F.when(((F.col("op") == "delete") | (F.col("op") == "update")) & F.col("pre").isNotNull(), F.struct(
@@ -578,7 +608,10 @@ def _net_change(rows: Any) -> Any:
     actions = (rows.select(*common, F.explode(F.array(deletes, upserts)).alias("a")).where(F.col("a").isNotNull())
                .select(*common, "a.*").withColumn("fresh", fresh))
     return (actions.groupBy("tkey", "h")
-            .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko", "op"), order).alias("w"),
+            # The winning change's record (topic, partition, offset): the ``_source_*`` columns.
+            .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko", "op",
+                                   F.col("topic").alias("src_topic"), F.col("partition").alias("src_partition"),
+                                   F.col("offset").alias("src_offset")), order).alias("w"),
                  F.sum(F.when(F.col("fresh"), F.col("primary")).otherwise(0)).alias("fresh"),
                  F.sum(F.when(~F.col("fresh"), F.col("primary")).otherwise(0)).alias("stale"),
                  F.sum(F.when(F.col("fresh"), F.col("delta")).otherwise(0)).alias("net"))

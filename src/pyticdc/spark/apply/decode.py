@@ -3,7 +3,8 @@
 :func:`decode_records` is the body of the first ``mapInArrow``: each record decoded where it was read, one
 output row per event. Row changes carry everything the later Spark stages need without their Python
 objects: the table (``tkey``), commit ts and operation rank (apply order), a digest of the consumer's change
-identity (de-duplication), digests of the pre- and post-image handles (net change per handle), the images as
+identity (de-duplication), digests of the pre- and post-image handles (net change per handle: the
+``--table-key`` columns where an override names the table's, :class:`KeyOverrides`), the images as
 canonical texts (typed projection at apply time) and a digest naming their TableInfo. The other events —
 watermarks, DDL (the event pickled), undecodable records with their bytes — and one ``info`` row per distinct
 TableInfo and one ``part`` row per Kafka partition (records read, last offset) are the batch's metadata: the
@@ -28,10 +29,10 @@ import pyarrow as pa
 from pyticdc.arrow.rows import new_decoder, row_images, table_info_json
 from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, image_handle
 from pyticdc.errors import DecodeError
-from pyticdc.model import Bootstrap, DDLEvent, Op, RowChange, TableInfo, Watermark
+from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
 
-__all__ = ["CHANGE_SCHEMA", "DECODED_SCHEMA", "change_values", "decode_records", "held_values", "info_id",
-           "mark_changes", "resolve_held", "tkey"]
+__all__ = ["CHANGE_SCHEMA", "DECODED_SCHEMA", "KeyOverrides", "change_values", "decode_records", "held_values",
+           "info_id", "mark_changes", "resolve_held", "tkey"]
 
 #: Exceptions a buggy decoder may leak on hostile bytes (as the consumer engine treats them).
 _DECODER_BUGS: Final = (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError, OverflowError,
@@ -99,6 +100,55 @@ def info_id(info: TableInfo) -> tuple[str, str]:
     return ident, text
 
 
+#: Key overrides as pure data (:attr:`pyticdc.replica.modelling.Modelling.keys`): (table-filter pattern, columns).
+Keys = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+class KeyOverrides:
+    """The ``--table-key`` columns of each table, from the patterns (what executors are sent: pure data)."""
+
+    def __init__(self, keys: Keys = ()) -> None:
+        self.keys = keys
+        self._modelling: Any = None
+        self._found: dict[tuple[str, str], tuple[str, ...] | None] = {}
+
+    def key_for(self, schema: str, table: str) -> tuple[str, ...] | None:
+        """The overriding key columns of ``schema.table`` (None: the handle the messages name)."""
+        if not self.keys:
+            return None
+        found = self._found.get((schema, table), ())
+        if found == ():
+            if self._modelling is None:
+                # The matchers are built where they are used: a Modelling's compiled filters need not pickle.
+                from pyticdc.replica.modelling import Modelling
+
+                self._modelling = Modelling(keys=self.keys)
+            found = self._found[(schema, table)] = self._modelling.key_for(schema, table)
+        return found
+
+
+def _override_image(row: RowChange, image: Row | None) -> Row | None:
+    # As pyticdc.replica.changes._pre_image: an UPDATE's pre-image may hold only the changed columns, the
+    # unchanged key columns are then the post-image's.
+    if image is None or image is not row.pre_columns or row.columns is None:
+        return image
+    return image if all(name in image for name in row.columns) else Row({**row.columns, **image})
+
+
+def _override_handle(row: RowChange, image: Row | None, key: tuple[str, ...]) -> Any:
+    image = _override_image(row, image)
+    if image is None:
+        return None
+    return ("key", tuple(image.get(name) for name in key))
+
+
+def _override_kind(row: RowChange, key: tuple[str, ...]) -> str:
+    # As pyticdc.replica.changes._has: "nokey" when an image lacks an override column (the segment is refused).
+    images = (row.columns,) if row.op == Op.UPDATE and row.columns is not None else (row.columns, row.pre_columns)
+    ok = all(image is None or all(name in image for name in key) for image in images)
+    return "key" if ok else "nokey"
+
+
 def _hkind(row: RowChange) -> str:
     columns = handle_columns(row.table_info)
     if columns:
@@ -108,8 +158,13 @@ def _hkind(row: RowChange) -> str:
     return "rowid" if row.row_id else "image"
 
 
-def change_values(row: RowChange, infos: dict[str, str] | None = None) -> dict[str, Any]:
-    """The change-row fields of one row change (``infos`` collects digest → TableInfo JSON)."""
+def change_values(row: RowChange, infos: dict[str, str] | None = None,
+                  key: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The change-row fields of one row change (``infos`` collects digest → TableInfo JSON).
+
+    ``key``: the table's ``--table-key`` columns; the handles (net change, MERGE) are then theirs, while the
+    change identity (de-duplication) stays the consumer's, from what the message names.
+    """
     post, pre, marks = row_images(row)
     ident = ""
     if row.table_info is not None:
@@ -119,9 +174,11 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None) -> dict[s
     return {
         "kind": "row", "tkey": tkey(row.schema, row.table), "ts": row.commit_ts, "op": row.op.value,
         "rank": OP_RANK[row.op], "ident": _digest(change_identity(row)),
-        "pre_h": None if row.pre_columns is None else _digest(image_handle(row, row.pre_columns)),
-        "post_h": None if row.columns is None else _digest(image_handle(row, row.columns)),
-        "hkind": _hkind(row), "row_id": row.row_id or 0,
+        "pre_h": None if row.pre_columns is None else _digest(
+            image_handle(row, row.pre_columns) if key is None else _override_handle(row, row.pre_columns, key)),
+        "post_h": None if row.columns is None else _digest(
+            image_handle(row, row.columns) if key is None else _override_handle(row, row.columns, key)),
+        "hkind": _hkind(row) if key is None else _override_kind(row, key), "row_id": row.row_id or 0,
         "pre": None if pre is None else orjson.dumps(dict(zip(pre[0], pre[1]))).decode(),
         "post": None if post is None else orjson.dumps(dict(zip(post[0], post[1]))).decode(),
         "marks": orjson.dumps(marks).decode() if marks else None, "info": ident, "hko": row.handle_key_only,
@@ -134,8 +191,8 @@ def held_values(row: RowChange) -> dict[str, Any]:
             "rank": OP_RANK[row.op], "ident": _digest(change_identity(row)), "raw_value": pickle.dumps(row)}
 
 
-def resolve_held(batches: Iterator[pa.RecordBatch],
-                 versions: Sequence[tuple[int, TableInfo]]) -> Iterator[pa.RecordBatch]:
+def resolve_held(batches: Iterator[pa.RecordBatch], versions: Sequence[tuple[int, TableInfo]],
+                 keys: Keys = ()) -> Iterator[pa.RecordBatch]:
     """Held rows whose schema ``versions`` (valid-from ts, TableInfo) now know → change rows; others unchanged.
 
     A held row its schema cannot type becomes an ``error`` row (its reason in ``text``), as the consumer
@@ -144,6 +201,7 @@ def resolve_held(batches: Iterator[pa.RecordBatch],
     from pyticdc.codec.simple import resolve_row
     from pyticdc.consumer.schemas import SchemaCache
 
+    overrides = KeyOverrides(keys)
     cache = SchemaCache()
     for valid_from, known in versions:
         cache.learn(known, valid_from)
@@ -171,7 +229,7 @@ def resolve_held(batches: Iterator[pa.RecordBatch],
                          "text": f"row {row.schema}.{row.table}@{row.commit_ts} unreadable with schema version "
                                  f"{info.schema_version}: {exc}"})
                 continue
-            out.add({**where, **change_values(resolved)})
+            out.add({**where, **change_values(resolved, key=overrides.key_for(row.schema, row.table))})
         if out.size:
             yield out.batch()
 
@@ -196,8 +254,11 @@ class _Out:
 
 
 def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Mapping[str, str],
-                   start: Mapping[tuple[str, int], int], batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
+                   start: Mapping[tuple[str, int], int], batch_rows: int = 8192,
+                   keys: Keys = ()) -> Iterator[pa.RecordBatch]:
     """Records (Kafka source columns) → decoded rows; records below ``start`` (already consumed) are skipped.
+
+    ``keys``: the ``--table-key`` overrides (see :func:`change_values`).
 
     Each row carries ``rb``, the highest resolved ts this task read before it in its partition, and ``seg``, the
     first offset of that partition in this task: with the ``part`` rows (per partition the task's first and
@@ -205,6 +266,7 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
     knows each row's resolved ts before it as Spark column arithmetic (:func:`pyticdc.spark.apply.plan.carries`).
     """
     decoder = new_decoder(protocol, options)
+    overrides = KeyOverrides(keys)
     out = _Out()
     infos: dict[str, str] = {}
     # (topic, partition) → [records, last offset, row events, first offset, highest resolved ts, ordered]
@@ -224,7 +286,7 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
                 seen[5] = 0  # the carried resolved ts would be wrong: the driver marks in Python instead
             seen[0] += 1
             seen[1] = max(seen[1], offset)
-            seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos, seen)
+            seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos, seen, overrides)
             if out.size >= batch_rows:
                 yield out.batch()
     for ident, text in infos.items():
@@ -238,7 +300,7 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
 
 
 def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | None, where: dict[str, Any],
-                out: _Out, infos: dict[str, str], seen: list[int]) -> int:
+                out: _Out, infos: dict[str, str], seen: list[int], overrides: KeyOverrides) -> int:
     reason = ""
     events: list[Any] = []
     try:
@@ -260,7 +322,7 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
             if event.table_info is None or not event.table_info.columns:
                 out.add({**here, **held_values(event)})
             else:
-                out.add({**here, **change_values(event, infos)})
+                out.add({**here, **change_values(event, infos, overrides.key_for(event.schema, event.table))})
             rows += 1
         elif isinstance(event, Bootstrap):
             out.add({**here, "kind": "boot", "raw_value": pickle.dumps(event)})
@@ -337,10 +399,17 @@ def ordered_steps(watermarks: Sequence[tuple[int, int, int]]) -> tuple[list[tupl
     return positions, values
 
 
-def decoded_row(row: RowChange) -> dict[str, Any]:
-    """A buffered row of a driver-engine state as a staged change row (switching engines)."""
-    values = held_values(row) if row.table_info is None or not row.table_info.columns else change_values(row)
-    return {**values, "topic": "", "partition": -1, "offset": -1, "idx": 0, "staged": True, "level": 0}
+def decoded_row(row: RowChange, key: tuple[str, ...] | None = None,
+                origin: tuple[str, int, int, int] | None = None) -> dict[str, Any]:
+    """A buffered row of a driver-engine state as a staged change row (switching engines).
+
+    ``key``: the table's ``--table-key`` columns; ``origin``: the record the consumer kept it from.
+    """
+    values = held_values(row) if row.table_info is None or not row.table_info.columns else \
+        change_values(row, key=key)
+    topic, partition, offset = origin[:3] if origin is not None else ("", -1, -1)
+    return {**values, "topic": topic, "partition": partition, "offset": offset, "idx": 0, "staged": True,
+            "level": 0}
 
 
 def op_of(text: str) -> Op:

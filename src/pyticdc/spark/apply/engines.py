@@ -8,7 +8,10 @@ Spark job. Each MERGE carries the table's position as a Delta application transa
 driver engine's (:mod:`pyticdc.replica.store`): a re-run skips what a table holds.
 
 :class:`SegmentReplica` is the driver's half: the catalog, DDL, table creation and the progress, i.e.
-:class:`pyticdc.replica.DeltaReplica` with its row buffer replaced by segments applied elsewhere.
+:class:`pyticdc.replica.DeltaReplica` with its row buffer replaced by segments applied elsewhere. It decides each
+table's column mapping and keeps its evolution state (:mod:`pyticdc.replica.mapping`,
+:mod:`pyticdc.replica.evolution`) and sends the outcome with the task: the table's view, upstream → replica
+column names, add-only's kept columns; the executors only apply it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from pyticdc.errors import ReplicaError
 from pyticdc.model import ColumnInfo, TableInfo
 from pyticdc.replica.applier import DeltaReplica, _layout, _reconcile, _widen_decimal
 from pyticdc.replica.ddl import TableKey, rename_table_info
-from pyticdc.replica.modelling import IS_DELETED, Modelling
+from pyticdc.replica.evolution import RESCUED, rescued_json
+from pyticdc.replica.mapping import EXCLUDED
+from pyticdc.replica.modelling import IS_DELETED, SOURCE_COLUMNS, Modelling
 from pyticdc.replica.progress import TableEntry, tso_time
 from pyticdc.replica.projection import (
     COMMIT_TS,
@@ -58,6 +63,7 @@ class SegmentTask:
     """What an executor needs to apply one table's segment."""
 
     path: str
+    #: The table as the replica has it (its view: mapped column names, then add-only's kept columns).
     info: str
     held: int
     position: int
@@ -68,24 +74,42 @@ class SegmentTask:
     app_id: str
     storage_options: Mapping[str, str] | None
     #: Opt-in metadata columns and soft deletes (:class:`pyticdc.replica.modelling.Modelling`; key overrides are
-    #: refused before this engine runs).
+    #: in the handles and ``key_columns`` already).
     metadata_columns: tuple[str, ...] = ()
     soft_delete: bool = False
+    #: Upstream column name → replica column name (``EXCLUDED`` when left out), for the table's columns and those
+    #: its rows carry; empty without column mapping (every column keeps its name).
+    names: tuple[tuple[str, str], ...] = ()
+    #: add-only's kept columns: in the table, not in the images any more, so left out of the row digest.
+    unhashed: tuple[str, ...] = ()
+    schema_evolution: str = "follow"
 
     @property
     def modelling(self) -> Modelling:
-        """The modelling of the table (what the driver's :class:`SegmentReplica` was given)."""
-        return Modelling(metadata_columns=self.metadata_columns, soft_delete=self.soft_delete)
+        """The modelling of the table (what the driver's :class:`SegmentReplica` was given; mapping as ``names``)."""
+        return Modelling(metadata_columns=self.metadata_columns, soft_delete=self.soft_delete,
+                         schema_evolution=self.schema_evolution)
+
+
+def _mapped(image: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    # An image in replica column names: left-out columns removed (as pyticdc.replica.mapping.map_rows).
+    if not names:
+        return image
+    return {names.get(k, k): v for k, v in image.items() if names.get(k, k) != EXCLUDED}
 
 
 def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest: bool, time_zone: str,
-             modelling: Modelling | None = None) -> pa.Table:
-    # As pyticdc.replica.projection.merge_source, from the reduced rows' image texts: soft deletes carry their
-    # image as action "soft" (shape 0 when complete, -1 when not: never inserted, only flagged).
+             modelling: Modelling | None = None, renames: Mapping[str, str] | None = None,
+             unhashed: frozenset[str] = frozenset()) -> pa.Table:
+    # As pyticdc.replica.projection.merge_source, from the reduced rows' image texts (upstream names, mapped to
+    # the replica's by ``renames``; ``info`` is the replica's view): soft deletes carry their image as action
+    # "soft" (shape 0 when complete, -1 when not: never inserted, only flagged).
     modelling = modelling or Modelling()
+    renames = renames or {}
     soft = modelling.soft_delete
-    images = [orjson.loads(r["img"]) if r["img"] else {} for r in rows]
-    marks = [frozenset(orjson.loads(r["marks"])) if r["marks"] else frozenset() for r in rows]
+    images = [_mapped(orjson.loads(r["img"]), renames) if r["img"] else {} for r in rows]
+    marks = [frozenset(renames.get(m, m) for m in orjson.loads(r["marks"]) if renames.get(m, m) != EXCLUDED)
+             if r["marks"] else frozenset() for r in rows]
     typed = typed_arrays(images, marks, info, time_zone=time_zone)
     schema = replica_schema(info, rowid=rowid, digest=digest, modelling=modelling)
     deleted = [r["act"] != "upsert" for r in rows]
@@ -93,7 +117,7 @@ def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest
     arrays: list[pa.Array] = [pa.array(kinds, pa.string())]
     names = [OP]
     if soft:
-        columns = [c.name for c in info.columns]
+        columns = [c.name for c in info.columns if c.name not in unhashed]  # kept columns: never in images
         arrays.append(pa.array([-1 if gone and not all(c in image for c in columns) else 0
                                 for gone, image in zip(deleted, images)], pa.int32()))
         names.append(SHAPE)
@@ -114,13 +138,39 @@ def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest
             arrays.append(pa.array([now] * len(rows), METADATA_TYPES["_ingested_at"]))
         elif field.name == IS_DELETED:
             arrays.append(pa.array(deleted, pa.bool_()))
+        elif field.name in SOURCE_COLUMNS:
+            # The record of the winning change (pyticdc.spark.apply.batch._net_change); NULL when none is known.
+            at = "src_" + field.name.removeprefix("_source_")
+            # Partition -1: a row without its record (a driver-engine state's row kept no origin).
+            arrays.append(pa.array([r.get(at) if isinstance(r.get("src_partition"), int) and r["src_partition"] >= 0
+                                    else None for r in rows], field.type))
+        elif field.name == RESCUED:
+            # --schema-evolution rescue: what an image carries beyond the table's columns, instead of lost.
+            known = {c.name for c in info.columns}
+            arrays.append(pa.array([rescued_json(None, {k: v for k, v in image.items() if k not in known})
+                                    for image in images], pa.string()))
         else:
             arrays.append(typed[field.name])
         names.append(field.name)
     table = pa.Table.from_arrays(arrays, names=names)
     if digest:
-        table = add_digests(table, modelling)
+        table = add_digests(table, modelling, unhashed=unhashed)
     return table.select([*names[:2 if soft else 1], *schema.names])
+
+
+def _fold_images(actions: list[dict[str, Any]], names: Mapping[str, str]) -> list[dict[str, Any]]:
+    # Rows found by their image: upstream images that differ only in left-out columns are one replica row, so
+    # their counts add up (as the driver engine's net change over mapped rows); the newest action of the
+    # winning kind carries the image and the commit ts.
+    nets: dict[bytes, int] = {}
+    last: dict[tuple[bytes, bool], dict[str, Any]] = {}
+    for row in sorted(actions, key=lambda r: r["ts"]):
+        image = _mapped(orjson.loads(row["img"]), names) if row["img"] else {}
+        ident = orjson.dumps(image, option=orjson.OPT_SORT_KEYS)
+        nets[ident] = nets.get(ident, 0) + (row["net"] or 0)
+        last[(ident, (row["net"] or 0) > 0)] = row
+    return [{**last[(ident, net > 0)], "net": net, "act": "upsert" if net > 0 else "delete"}
+            for ident, net in nets.items() if net and (ident, net > 0) in last]
 
 
 def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaStore) -> dict[str, Any]:
@@ -143,6 +193,8 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
                                "message without claim-check): the row cannot be replicated")
         last_ts = max(last_ts, row["ts"])
         actions.append(row)
+    if task.strategy == "image" and task.names:
+        actions = _fold_images(actions, dict(task.names))
     result = {"applied": fresh, "skipped": stale, "actions": len(actions), "last_ts": last_ts, "rewrites": 0,
               "merged": False, "info": task.info}
     if fresh == 0:
@@ -150,10 +202,12 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
     path = Path(task.path)
     digest = task.strategy == "image"
     modelling = task.modelling
+    names = dict(task.names)
+    unhashed = frozenset(task.unhashed)
     while True:
         try:
             source = _project(actions, info, rowid=task.rowid, digest=digest, time_zone=task.time_zone,
-                              modelling=modelling)
+                              modelling=modelling, renames=names, unhashed=unhashed)
             break
         except ValueError as exc:
             widened = _widen_decimal(info, str(exc))
@@ -166,7 +220,7 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
         # As the driver engine: a layout change keeping every row (hidden column, learnt column, wider DECIMAL),
         # rewritten at the position the table has, so a replay sees it done or redoes it.
         data = evolve(store.read(path), info, rowid=task.rowid, digest=digest, time_zone=task.time_zone,
-                      modelling=modelling)
+                      modelling=modelling, unhashed=unhashed)
         store.overwrite(path, data, position=task.held)
         result["rewrites"] = 1
     on = list(task.key_columns) if task.strategy == "key" else [ROWID if task.strategy == "rowid" else DIGEST]
@@ -240,7 +294,8 @@ class SegmentReplica(DeltaReplica):
                 raise ReplicaError(f"rows of {key[0]}.{key[1]} carry no schema and no CREATE TABLE was seen")
             entry = self._create(key, rename_table_info(usable[-1], key), f"{key[0]}.{key[1]}@{first_ts}",
                                  ddl_position(first_ts - 1))
-        entry.info = _merge_infos(entry.info, infos)
+        if self.modelling.schema_evolution != "rescue":
+            entry.info = _merge_infos(entry.info, infos)  # rescue: columns the schema lacks go to _rescued_data
         path = self._locate(entry)
         if path is None:
             raise ReplicaError(f"table {key[0]}.{key[1]} ({entry.uid}) is not in the warehouse: it was changed by "
@@ -250,20 +305,38 @@ class SegmentReplica(DeltaReplica):
             return None
         current = self.store.schema(path)
         entry.info = _reconcile(entry.info, current)
-        columns = key_columns if strategy == "key" else ()
+        names = self._row_names(entry, infos)
+        view = self._view(entry, current)
+        columns = tuple(names.get(c, c) for c in key_columns) if strategy == "key" else ()
         if strategy == "key" and not columns:
             raise ReplicaError(f"{key[0]}.{key[1]}: rows name a handle key but the table has none")
-        return SegmentTask(path=str(path), info=table_info_json(entry.info), held=self.store.position(path),
+        return SegmentTask(path=str(path), info=table_info_json(view), held=self.store.position(path),
                            position=position, rowid=ROWID in current.names or any_rowid, strategy=strategy,
                            key_columns=columns, time_zone=self.time_zone, app_id=self.store.app_id,
                            storage_options=self.store.storage_options,
-                           metadata_columns=self.modelling.metadata_columns, soft_delete=self.modelling.soft_delete)
+                           metadata_columns=self.modelling.metadata_columns, soft_delete=self.modelling.soft_delete,
+                           names=tuple(sorted(names.items())), unhashed=tuple(c.name for c in entry.kept),
+                           schema_evolution=self.modelling.schema_evolution)
+
+    def _row_names(self, entry: TableEntry, infos: list[TableInfo]) -> dict[str, str]:
+        # The table's column decisions (kept in the progress), plus the rules' for columns only rows carry (rescue
+        # leaves those out of the schema: their values are rescued under the name the rules give them).
+        names = dict(self._names(entry))
+        mapping = self.modelling.mapping
+        if names or mapping.maps_columns:
+            for info in infos:
+                for column in info.columns:
+                    if column.name not in names:
+                        names[column.name] = mapping.column_target(entry.schema, entry.table, column.name)
+        return names
 
     def finish(self, key: TableKey, task: SegmentTask, result: Mapping[str, Any], strategy: str,
                key_columns: tuple[str, ...]) -> None:
         """Take a segment's result into the catalog and the counters."""
         entry = self._catalog[key]
-        entry.info = parse_table_info(result["info"])
+        view, widened = parse_table_info(task.info), parse_table_info(result["info"])
+        if widened != view:
+            self._widen(entry, view, widened)  # the task's info is the view: widened columns back to upstream names
         self.store.forget(Path(task.path))  # written by another process: re-open for its new version
         self.stats.rows_applied += int(result["applied"])
         if int(result["applied"]):  # per-table counts of the metrics endpoint, as the driver engine keeps them
@@ -273,7 +346,7 @@ class SegmentReplica(DeltaReplica):
         if not result["merged"]:
             return
         entry.last_commit_ts = max(entry.last_commit_ts, int(result["last_ts"]))
-        entry.key_columns = key_columns if strategy == "key" else (ROWID,) if strategy == "rowid" else ()
+        entry.key_columns = task.key_columns if strategy == "key" else (ROWID,) if strategy == "rowid" else ()
         self.stats.actions += int(result["actions"])
         self.stats.merges += 1
         self._touched.add(key)
