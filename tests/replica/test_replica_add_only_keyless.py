@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replica_units import apply_batch
 
-from pyticdc.consumer import ApplyUnit
 from pyticdc.model import ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, TypeCode
 from pyticdc.mysql import table_info_with_flags
 from pyticdc.replica import DeltaReplica
@@ -29,15 +29,6 @@ def _change(op: Op, ts: int, info: TableInfo, post: dict[str, Any] | None, pre: 
                      columns=None if post is None else Row(post), pre_columns=None if pre is None else Row(pre))
 
 
-def _batch(replica: DeltaReplica, *units: list[RowChange] | DDLEvent) -> None:
-    for unit in units:
-        if isinstance(unit, DDLEvent):
-            replica.apply(ApplyUnit(kind="ddl", ddl=unit, consistent_ts=unit.commit_ts))
-        else:
-            replica.apply(ApplyUnit(kind="rows", rows=tuple(unit), consistent_ts=unit[-1].commit_ts))
-    replica.commit(b"")
-
-
 @pytest.mark.parametrize("same_batch", [False, True])
 def test_rows_written_before_a_drop_are_still_found_by_their_image(tmp_path: Path, same_batch: bool) -> None:
     full, dropped = _info("a", "b", "c"), _info("a", "b")
@@ -49,11 +40,11 @@ def test_rows_written_before_a_drop_are_still_found_by_their_image(tmp_path: Pat
     later = [_change(Op.DELETE, TS[3], dropped, None, {"a": 1, "b": 10}),
              _change(Op.UPDATE, TS[3], dropped, {"a": 2, "b": 21}, {"a": 2, "b": 20})]
     if same_batch:
-        _batch(replica, inserts, drop, later)
+        apply_batch(replica, inserts, drop, later)
     else:
-        _batch(replica, inserts)
-        _batch(replica, drop)
-        _batch(replica, later)
+        apply_batch(replica, inserts)
+        apply_batch(replica, drop)
+        apply_batch(replica, later)
     store = DeltaStore(tmp_path)
     rows = store.read(store.root / replica.tables[("s", "k")].path).to_pylist()
     # Row 1 deleted, row 2 replaced by its new image (written after the drop: c NULL); nothing left behind.

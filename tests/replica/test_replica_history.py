@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replica_units import apply_batch
 
 from pyticdc.cli import main
-from pyticdc.consumer import ApplyUnit
 from pyticdc.errors import ConfigError, ReplicaError
 from pyticdc.model import ActionType, DDLEvent, Op, Row, RowChange, TableInfo, physical_ms
 from pyticdc.mysql import table_info_with_flags
@@ -49,15 +49,6 @@ def _change(op: Op, post: dict[str, Any] | None, pre: dict[str, Any] | None, ts:
                      pre_columns=None if pre is None else Row(pre), table_info=info or _info())
 
 
-def _apply(replica: DeltaReplica, *units: list[RowChange] | DDLEvent) -> None:
-    for unit in units:
-        if isinstance(unit, DDLEvent):
-            replica.apply(ApplyUnit(kind="ddl", ddl=unit, consistent_ts=unit.commit_ts))
-        else:
-            replica.apply(ApplyUnit(kind="rows", rows=tuple(unit), consistent_ts=unit[-1].commit_ts))
-    replica.commit(b"")
-
-
 def _history(warehouse: Path, name: str = "t_np__history") -> list[dict[str, Any]]:
     store = DeltaStore(warehouse)
     rows = store.read(store.table_path("s", name)).to_pylist()
@@ -91,7 +82,7 @@ def test_history_options_are_validated_before_any_work() -> None:
     assert modelling.history_for("x", "b") and not modelling.history_for("x", "c")
     assert modelling.tracked_columns("shop", "o") == ("a", "b") and modelling.tracked_columns("shop", "p") is None
     assert modelling.history_name("o") == "hist_o"
-    assert "history tables" in modelling.driver_only
+    assert modelling.driver_only == ()  # both engines write history tables (tests/spark/test_distributed_history.py)
     # Unknown tracked columns are refused as soon as the table's schema is known.
     with pytest.raises(ConfigError, match=r"--history-columns for s\.t_np: unknown column\(s\) nope"):
         Modelling.parse(history="s.*", history_columns=["s.t_np=n,nope"]).check_table(_info())
@@ -133,13 +124,13 @@ def test_every_change_is_a_version_with_its_validity(tmp_path: Path) -> None:
     warehouse = tmp_path / "w"
     replica = DeltaReplica(warehouse, modelling=HISTORY)
     # One batch holds several versions of one key: each commit ts is one (the net change would lose them).
-    _apply(replica, [_change(Op.INSERT, _np("a", 1), None, TS[1]), _change(Op.INSERT, _np("b", 1), None, TS[1])],
+    apply_batch(replica, [_change(Op.INSERT, _np("a", 1), None, TS[1]), _change(Op.INSERT, _np("b", 1), None, TS[1])],
            [_change(Op.UPDATE, _np("a", 2), _np("a", 1), TS[2])],
            [_change(Op.UPDATE, _np("a", 3), _np("a", 2), TS[3]), _change(Op.DELETE, None, _np("b", 1), TS[3])])
     # A key change (the handle moves): the old key's version closes, the new key's opens.
-    _apply(replica, [_change(Op.UPDATE, _np("c", 3), _np("a", 3), TS[4])])
+    apply_batch(replica, [_change(Op.UPDATE, _np("c", 3), _np("a", 3), TS[4])])
     # Two changes of one key in one transaction are one version.
-    _apply(replica, [_change(Op.UPDATE, _np("c", 4), _np("c", 3), TS[5]),
+    apply_batch(replica, [_change(Op.UPDATE, _np("c", 4), _np("c", 3), TS[5]),
                      _change(Op.UPDATE, _np("c", 5), _np("c", 4), TS[5])])
     rows = _history(warehouse)
     assert _versions(rows, "n") == [
@@ -159,7 +150,7 @@ def test_history_columns_open_a_version_only_when_a_tracked_column_changes(tmp_p
     warehouse = tmp_path / "w"
     replica = DeltaReplica(warehouse, modelling=Modelling.parse(history="s.t_np", history_columns=["s.t_np=n"],
                                                                 history_table_name="{table}_scd2"))
-    _apply(replica, [_change(Op.INSERT, _np("a", 1, "x"), None, TS[1])],
+    apply_batch(replica, [_change(Op.INSERT, _np("a", 1, "x"), None, TS[1])],
            [_change(Op.UPDATE, _np("a", 1, "y"), _np("a", 1, "x"), TS[2])],
            [_change(Op.UPDATE, _np("a", 2, "z"), _np("a", 1, "y"), TS[3])])
     assert _versions(_history(warehouse, "t_np_scd2"), "n", "c_varchar") == [
@@ -180,7 +171,7 @@ def test_ddl_evolves_the_history_and_truncate_closes_every_version(tmp_path: Pat
                         pre_table_info=added)
     create = DDLEvent(query="CREATE TABLE `s`.`t_np` (...)", ddl_type=int(ActionType.CREATE_TABLE), commit_ts=TS[0],
                       start_ts=TS[0] - 1, schema="s", table="t_np", table_info=info)
-    _apply(replica, create, [_change(Op.INSERT, _np("a", 1), None, TS[1]),
+    apply_batch(replica, create, [_change(Op.INSERT, _np("a", 1), None, TS[1]),
                              _change(Op.INSERT, _np("b", 1), None, TS[1])],
            [_change(Op.UPDATE, _np("a", 2), _np("a", 1), TS[2])], alter,
            [_change(Op.UPDATE, {**_np("a", 3), "x": 8}, {**_np("a", 2), "x": 7}, TS[4], added)], truncate)
@@ -192,7 +183,7 @@ def test_ddl_evolves_the_history_and_truncate_closes_every_version(tmp_path: Pat
                       table_info=table_info_with_flags("s", "t_np2", 100, 2, [*TEMPLATES["t_np"].columns,
                                                                                _column_x()],
                                                        TEMPLATES["t_np"].indexes, False), pre_table_info=added)
-    _apply(replica, rename)
+    apply_batch(replica, rename)
     assert len(_history(warehouse, "t_np2__history")) == 4
     assert not DeltaStore(warehouse).table_path("s", "t_np__history").exists()
 
@@ -221,12 +212,12 @@ def test_a_table_found_by_its_whole_image_keeps_every_image_as_an_insert(tmp_pat
     modelling = Modelling.parse(history="s.*", history_columns=["s.t_rowid=seq"] if tracked else None)
     warehouse = tmp_path / "w"
     replica = DeltaReplica(warehouse, modelling=modelling)
-    _apply(replica, [_rowid_change(Op.INSERT, _rowid_row(1, 1.0), None, TS[1]),
+    apply_batch(replica, [_rowid_change(Op.INSERT, _rowid_row(1, 1.0), None, TS[1]),
                      _rowid_change(Op.INSERT, _rowid_row(2, 1.0), None, TS[1])],
            # 1 changes (its old image closes, the new one opens); 2 is updated to the image it has: no version.
            [_rowid_change(Op.UPDATE, _rowid_row(1, 2.0), _rowid_row(1, 1.0), TS[2]),
             _rowid_change(Op.UPDATE, _rowid_row(2, 1.0), _rowid_row(2, 1.0), TS[2])])
-    _apply(replica, [_rowid_change(Op.DELETE, None, _rowid_row(1, 2.0), TS[3])],
+    apply_batch(replica, [_rowid_change(Op.DELETE, None, _rowid_row(1, 2.0), TS[3])],
            [_rowid_change(Op.INSERT, _rowid_row(3, 5.0), None, TS[4])])
     store = DeltaStore(warehouse)
     rows = store.read(store.table_path("s", "t_rowid__history")).to_pylist()
@@ -254,7 +245,7 @@ def test_a_whole_image_history_follows_a_dropped_column(tmp_path: Path) -> None:
                       commit_ts=TS[2], start_ts=TS[2] - 1, schema="s", table="t_rowid", table_info=narrow,
                       pre_table_info=info)
     gone = {k: v for k, v in _rowid_row(1, 1.0).items() if k != "v"}
-    _apply(replica, create, [_rowid_change(Op.INSERT, _rowid_row(1, 1.0), None, TS[1])], drop_v,
+    apply_batch(replica, create, [_rowid_change(Op.INSERT, _rowid_row(1, 1.0), None, TS[1])], drop_v,
            # The delete carries the row as it is after the DDL: it finds the version by its new digest.
            [RowChange(op=Op.DELETE, schema="s", table="t_rowid", commit_ts=TS[3], pre_columns=Row(gone),
                       table_info=narrow)])
@@ -281,13 +272,13 @@ def test_a_crash_between_the_replica_and_its_history_applies_each_version_once(
     warehouse = tmp_path / "w"
     first = [_change(Op.INSERT, _np("a", 1), None, TS[1])]
     second = [_change(Op.UPDATE, _np("a", 2), _np("a", 1), TS[2]), _change(Op.INSERT, _np("b", 1), None, TS[2])]
-    _apply(DeltaReplica(warehouse, modelling=HISTORY), first)
+    apply_batch(DeltaReplica(warehouse, modelling=HISTORY), first)
     crash = _CrashOnce(point, kind)
     replica = DeltaReplica(warehouse, modelling=HISTORY, hook=lambda p, d: crash(p, {"kind": "", **d}))
     with pytest.raises(SimulatedCrash):
-        _apply(replica, second)
+        apply_batch(replica, second)
     # The job restarts from the progress and the consumer re-releases the batch's changes.
-    _apply(DeltaReplica(warehouse, modelling=HISTORY), second)
+    apply_batch(DeltaReplica(warehouse, modelling=HISTORY), second)
     assert _versions(_history(warehouse), "n") == [
         ("a", TS[1], TS[2], False, "insert", 1), ("a", TS[2], None, True, "update", 2),
         ("b", TS[2], None, True, "insert", 1)]
@@ -337,7 +328,7 @@ def test_a_rename_redone_after_a_crash_moves_the_history_once(tmp_path: Path) ->
     info = _info()
     create = DDLEvent(query="CREATE TABLE `s`.`t_np` (...)", ddl_type=int(ActionType.CREATE_TABLE), commit_ts=TS[0],
                       start_ts=TS[0] - 1, schema="s", table="t_np", table_info=info)
-    _apply(DeltaReplica(warehouse, modelling=HISTORY), create, [_change(Op.INSERT, _np("a", 1), None, TS[1])])
+    apply_batch(DeltaReplica(warehouse, modelling=HISTORY), create, [_change(Op.INSERT, _np("a", 1), None, TS[1])])
     renamed = table_info_with_flags("s", "t_np2", 100, 1, TEMPLATES["t_np"].columns, TEMPLATES["t_np"].indexes,
                                     False)
     rename = DDLEvent(query="RENAME TABLE `s`.`t_np` TO `s`.`t_np2`", ddl_type=int(ActionType.RENAME_TABLE),
@@ -346,9 +337,9 @@ def test_a_rename_redone_after_a_crash_moves_the_history_once(tmp_path: Path) ->
     batch: tuple[list[RowChange] | DDLEvent, ...] = ([_change(Op.UPDATE, _np("a", 2), _np("a", 1), TS[2])], rename)
     crash = _CrashOnce("before-progress", "")
     with pytest.raises(SimulatedCrash):
-        _apply(DeltaReplica(warehouse, modelling=HISTORY, hook=lambda p, d: crash(p, {"kind": "", **d})), *batch)
+        apply_batch(DeltaReplica(warehouse, modelling=HISTORY, hook=lambda p, d: crash(p, {"kind": "", **d})), *batch)
     # Redone: the rows before the rename find the history where the first attempt moved it.
-    _apply(DeltaReplica(warehouse, modelling=HISTORY), *batch)
+    apply_batch(DeltaReplica(warehouse, modelling=HISTORY), *batch)
     assert _versions(_history(warehouse, "t_np2__history"), "n") == [
         ("a", TS[1], TS[2], False, "insert", 1), ("a", TS[2], None, True, "update", 2)]
     assert not (warehouse / "_pyticdc" / "dropped").exists()
@@ -373,7 +364,7 @@ def test_a_drop_writes_the_rows_before_it_and_closes_every_version(
     from pyticdc.arrow.rows import parse_table_info
 
     warehouse = tmp_path / "w"
-    _apply(DeltaReplica(warehouse, modelling=HISTORY), _create_np(),
+    apply_batch(DeltaReplica(warehouse, modelling=HISTORY), _create_np(),
            [_change(Op.INSERT, _np("a", 1), None, TS[1]), _change(Op.INSERT, _np("b", 1), None, TS[1])])
     drop = DDLEvent(query="DROP TABLE `s`.`t_np`", ddl_type=int(ActionType.DROP_TABLE), commit_ts=TS[4],
                     start_ts=TS[4] - 1, schema="s", table="t_np", pre_table_info=_info())
@@ -383,9 +374,9 @@ def test_a_drop_writes_the_rows_before_it_and_closes_every_version(
     if crash is not None:
         crashing = _CrashOnce(*crash)
         with pytest.raises(SimulatedCrash):
-            _apply(DeltaReplica(warehouse, modelling=HISTORY, hook=lambda p, d: crashing(p, {"kind": "", **d})),
+            apply_batch(DeltaReplica(warehouse, modelling=HISTORY, hook=lambda p, d: crashing(p, {"kind": "", **d})),
                    *batch)
-    _apply(DeltaReplica(warehouse, modelling=HISTORY), *batch)
+    apply_batch(DeltaReplica(warehouse, modelling=HISTORY), *batch)
     [folder] = _dropped_histories(warehouse)  # moved aside once, whatever the crash
     rows = sorted(DeltaStore(warehouse).read(folder).to_pylist(), key=lambda r: (r["code"], r["_valid_from_ts"]))
     assert _versions(rows, "n") == [
@@ -425,7 +416,7 @@ def test_the_history_oracle_compares_dropped_histories(tmp_path: Path) -> None:
 
 def test_replicate_refuses_a_history_column_an_existing_table_lacks(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    _apply(DeltaReplica(tmp_path / "wh"), [_change(Op.INSERT, _np("a", 1), None, TS[1])])
+    apply_batch(DeltaReplica(tmp_path / "wh"), [_change(Op.INSERT, _np("a", 1), None, TS[1])])
     capture = tmp_path / "none.jsonl"
     capture.write_text("")
     before = sorted(p.name for p in (tmp_path / "wh" / "s").iterdir())
@@ -434,11 +425,6 @@ def test_replicate_refuses_a_history_column_an_existing_table_lacks(tmp_path: Pa
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--history-columns for s.t_np: unknown column(s) nope" in err[0]
     assert sorted(p.name for p in (tmp_path / "wh" / "s").iterdir()) == before  # nothing written
-    # The distributed engine refuses history tables before any work.
-    assert main(["replicate", "--from", str(capture), "-p", "craft", "--to", str(tmp_path / "wh"),
-                 "--engine", "distributed", "--history", "s.*"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "history tables" in err[0]
 
 
 def test_a_history_name_taken_by_an_upstream_table_is_refused(tmp_path: Path) -> None:
@@ -447,9 +433,9 @@ def test_a_history_name_taken_by_an_upstream_table_is_refused(tmp_path: Path) ->
     taken = RowChange(op=Op.INSERT, schema="s", table="t_np__history", commit_ts=TS[1], columns=Row(_np("z", 1)),
                       table_info=other)
     replica = DeltaReplica(tmp_path / "w", modelling=Modelling(history=("s.t_np",)))
-    _apply(replica, [taken])
+    apply_batch(replica, [taken])
     with pytest.raises(ReplicaError, match="choose another --history-table-name"):
-        _apply(replica, [_change(Op.INSERT, _np("a", 1), None, TS[2])])
+        apply_batch(replica, [_change(Op.INSERT, _np("a", 1), None, TS[2])])
     store = DeltaStore(tmp_path / "w")
     assert store.read(store.table_path("s", "t_np__history")).column("code").to_pylist() == ["z"]
 
@@ -463,11 +449,12 @@ def test_an_upstream_table_taking_a_live_history_name_is_refused_never_skipped(t
                       table_info=other)
     warehouse = tmp_path / "w"
     modelling = Modelling(history=("s.t_np",))
-    _apply(DeltaReplica(warehouse, modelling=modelling), _create_np(), [_change(Op.INSERT, _np("a", 1), None, TS[1])])
+    apply_batch(DeltaReplica(warehouse, modelling=modelling), _create_np(),
+                [_change(Op.INSERT, _np("a", 1), None, TS[1])])
     batch: tuple[list[RowChange] | DDLEvent, ...] = (create, [taken, _change(Op.UPDATE, _np("a", 2), _np("a", 1),
                                                                              TS[3])])
     with pytest.raises(ReplicaError) as refused:
-        _apply(DeltaReplica(warehouse, modelling=modelling), *batch)
+        apply_batch(DeltaReplica(warehouse, modelling=modelling), *batch)
     message = str(refused.value)
     assert "\n" not in message and message.startswith("s.t_np__history: ")
     assert "history table of s.t_np" in message and "--history-table-name" in message
@@ -477,7 +464,7 @@ def test_an_upstream_table_taking_a_live_history_name_is_refused_never_skipped(t
     # The remedy: another history table name. The history moves there and goes on; the upstream table gets its name.
     renamed = Modelling.parse(history="s.t_np", history_table_name="{table}_versions")
     replica = DeltaReplica(warehouse, modelling=renamed)
-    _apply(replica, *batch)
+    apply_batch(replica, *batch)
     assert replica.history is not None and replica.history.relocated == 1
     assert _versions(_history(warehouse, "t_np_versions"), "n") == [
         ("a", TS[1], TS[3], False, "insert", 1), ("a", TS[3], None, True, "update", 2)]
@@ -512,7 +499,8 @@ def test_replicate_stops_with_one_line_and_exit_1_when_a_table_takes_a_history_n
 def test_a_rename_onto_a_history_name_is_refused(tmp_path: Path) -> None:
     warehouse = tmp_path / "w"
     modelling = Modelling(history=("s.t_np",))
-    _apply(DeltaReplica(warehouse, modelling=modelling), _create_np(), [_change(Op.INSERT, _np("a", 1), None, TS[1])])
+    apply_batch(DeltaReplica(warehouse, modelling=modelling), _create_np(),
+                [_change(Op.INSERT, _np("a", 1), None, TS[1])])
     template = TEMPLATES["t_np"]
     moved = table_info_with_flags("s", "t_np__history", 100, 1, template.columns, template.indexes, False)
     rename = DDLEvent(query="RENAME TABLE `s`.`t_np` TO `s`.`t_np__history`", ddl_type=int(ActionType.RENAME_TABLE),
@@ -520,7 +508,7 @@ def test_a_rename_onto_a_history_name_is_refused(tmp_path: Path) -> None:
                       pre_table_info=_info())
     with pytest.raises(ReplicaError, match=r"holds the history table of s\.t_np: restart with another "
                                            r"--history-table-name"):
-        _apply(DeltaReplica(warehouse, modelling=Modelling(history=("s.*",))), rename)
+        apply_batch(DeltaReplica(warehouse, modelling=Modelling(history=("s.*",))), rename)
     assert _versions(_history(warehouse), "n") == [("a", TS[1], None, True, "insert", 1)]
 
 
@@ -542,7 +530,7 @@ def test_maintenance_compacts_history_tables_too(tmp_path: Path) -> None:
     stamps = [((1_700_000_000_000 + i * 1000) << 18) for i in range(18)]
     for n in range(18):
         # A new key per batch: each MERGE only adds a file (an update would rewrite the one it matches).
-        _apply(replica, [_change(Op.INSERT, _np(f"k{n:02}", n), None, stamps[n])])
+        apply_batch(replica, [_change(Op.INSERT, _np(f"k{n:02}", n), None, stamps[n])])
     path = DeltaStore(warehouse).table_path("s", "t_np__history")
     assert len(DeltaTable(str(path)).file_uris()) < 16
     rows = _history(warehouse)

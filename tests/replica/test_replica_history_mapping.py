@@ -8,9 +8,9 @@ from typing import Any
 
 import msgspec
 import pytest
+from replica_units import apply_batch
 
 from pyticdc.cli import main
-from pyticdc.consumer import ApplyUnit
 from pyticdc.errors import ConfigError, ReplicaError
 from pyticdc.model import ActionType, ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, TypeCode
 from pyticdc.mysql import table_info_with_flags
@@ -53,15 +53,6 @@ def _ddl(query: str, kind: ActionType, ts: int, info: TableInfo, pre: TableInfo)
                     table_info=info, pre_table_info=pre)
 
 
-def _apply(replica: DeltaReplica, *units: list[RowChange] | DDLEvent) -> None:
-    for unit in units:
-        if isinstance(unit, DDLEvent):
-            replica.apply(ApplyUnit(kind="ddl", ddl=unit, consistent_ts=unit.commit_ts))
-        else:
-            replica.apply(ApplyUnit(kind="rows", rows=tuple(unit), consistent_ts=unit[-1].commit_ts))
-    replica.commit(b"")
-
-
 def _read(warehouse: Path, schema: str, table: str) -> tuple[list[str], list[dict[str, Any]]]:
     store = DeltaStore(warehouse)
     data = store.read(store.table_path(schema, table))
@@ -86,7 +77,7 @@ def test_history_combines_with_mapping_and_evolution_modes_and_tracked_columns_a
 def test_the_history_is_named_after_the_mapped_table_and_holds_the_mapped_columns(tmp_path: Path) -> None:
     model = Modelling(history=("s.*",), mapping=MAPPING, history_columns=(("s.t_np", ("n",)),))
     info = _info()
-    _apply(DeltaReplica(tmp_path, modelling=model),
+    apply_batch(DeltaReplica(tmp_path, modelling=model),
            [_change(Op.INSERT, _values("a", 1, info), None, TS[1], info)],
            [_change(Op.UPDATE, _values("a", 2, info), _values("a", 1, info), TS[2], info)],
            # Only c_varchar changes: tracked by its upstream name n, no new version.
@@ -100,7 +91,7 @@ def test_the_history_is_named_after_the_mapped_table_and_holds_the_mapped_column
     # Upstream renames column n and the table: the history keeps amount and moves with its replica.
     renamed = _info(tuple(msgspec.structs.replace(c, name="n2") if c.name == "n" else c for c in info.columns))
     moved = _info(renamed.columns, table="t_np2")
-    _apply(DeltaReplica(tmp_path, modelling=model),
+    apply_batch(DeltaReplica(tmp_path, modelling=model),
            _ddl("ALTER TABLE `s`.`t_np` RENAME COLUMN `n` TO `n2`", ActionType.MODIFY_COLUMN, TS[4], renamed, info),
            _ddl("RENAME TABLE `s`.`t_np` TO `s`.`t_np2`", ActionType.RENAME_TABLE, TS[5], moved, renamed),
            [_change(Op.UPDATE, _values("a", 3, moved), _values("a", 2, moved), TS[6], moved)])
@@ -115,9 +106,9 @@ def test_add_only_keeps_a_dropped_column_in_the_history_null_afterwards(tmp_path
     info = _info()
     dropped = _info(tuple(c for c in info.columns if c.name != "c_varchar"))
     replica = DeltaReplica(tmp_path, modelling=model)
-    _apply(replica, [_change(Op.INSERT, _values("a", 1, info), None, TS[1], info)])
+    apply_batch(replica, [_change(Op.INSERT, _values("a", 1, info), None, TS[1], info)])
     drop = _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_varchar`", ActionType.DROP_COLUMN, TS[2], dropped, info)
-    _apply(replica, drop,
+    apply_batch(replica, drop,
            [_change(Op.UPDATE, _values("a", 2, dropped), _values("a", 1, dropped), TS[3], dropped)])
     names, rows = _read(tmp_path, "s", "t_np__history")
     assert "c_varchar" in names
@@ -129,9 +120,9 @@ def test_rescue_gives_the_history_a_rescued_data_column(tmp_path: Path) -> None:
     info = _info()
     wider = _info((*info.columns, ColumnInfo(name="extra", type_code=TypeCode.LONG)))
     replica = DeltaReplica(tmp_path, modelling=model)
-    _apply(replica, [_change(Op.INSERT, _values("a", 300, info), None, TS[1], info)])
+    apply_batch(replica, [_change(Op.INSERT, _values("a", 300, info), None, TS[1], info)])
     # A row carrying a column the replica's schema lacks (an upstream change it never saw as DDL).
-    _apply(replica, [_change(Op.UPDATE, _values("a", 2, wider, extra=42), _values("a", 300, info), TS[2], wider)])
+    apply_batch(replica, [_change(Op.UPDATE, _values("a", 2, wider, extra=42), _values("a", 300, info), TS[2], wider)])
     names, rows = _read(tmp_path, "s", "t_np__history")
     assert "_rescued_data" in names and "extra" not in names
     assert [(r["_valid_from_ts"], r["n"], r["_rescued_data"]) for r in rows] == [
@@ -139,7 +130,7 @@ def test_rescue_gives_the_history_a_rescued_data_column(tmp_path: Path) -> None:
     # n int -> tinyint: 300 does not fit; in the history too it goes to _rescued_data, the column takes the type.
     tiny = _info(tuple(msgspec.structs.replace(c, type_code=TypeCode.TINY, type_desc="tinyint(4)", flen=4)
                        if c.name == "n" else c for c in info.columns))
-    _apply(DeltaReplica(tmp_path, modelling=model),
+    apply_batch(DeltaReplica(tmp_path, modelling=model),
            _ddl("ALTER TABLE `s`.`t_np` MODIFY COLUMN `n` tinyint", ActionType.MODIFY_COLUMN, TS[3], tiny, info))
     _, rows = _read(tmp_path, "s", "t_np__history")
     assert [(r["n"], json.loads(r["_rescued_data"] or "{}")) for r in rows] == [
@@ -149,11 +140,11 @@ def test_rescue_gives_the_history_a_rescued_data_column(tmp_path: Path) -> None:
 def test_fail_stops_before_the_ddl_touches_the_replica_or_its_history(tmp_path: Path) -> None:
     model = Modelling(history=("s.*",), schema_evolution="fail", mapping=MAPPING)
     info = _info()
-    _apply(DeltaReplica(tmp_path, modelling=model), [_change(Op.INSERT, _values("a", 1, info), None, TS[1], info)])
+    apply_batch(DeltaReplica(tmp_path, modelling=model), [_change(Op.INSERT, _values("a", 1, info), None, TS[1], info)])
     dropped = _info(tuple(c for c in info.columns if c.name != "c_varchar"))
     replica = DeltaReplica(tmp_path, modelling=model)
     with pytest.raises(ReplicaError, match="drop column c_varchar"):
-        _apply(replica, _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_varchar`", ActionType.DROP_COLUMN, TS[2],
+        apply_batch(replica, _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_varchar`", ActionType.DROP_COLUMN, TS[2],
                              dropped, info))
     names, rows = _read(tmp_path, "bronze", "s_t_np__history")
     assert "c_varchar" in names and len(rows) == 1
@@ -224,8 +215,8 @@ def test_a_whole_image_history_ignores_a_change_of_a_left_out_column(tmp_path: P
 
     model = Modelling(history=("s.*",), mapping=NameMapping.parse(exclude_columns=["s.t_rowid=v"]))
     replica = DeltaReplica(tmp_path, modelling=model)
-    _apply(replica, [change(Op.INSERT, row(1, 1.0), None, TS[1])])
-    _apply(replica, [change(Op.UPDATE, row(1, 2.0), row(1, 1.0), TS[2])],
+    apply_batch(replica, [change(Op.INSERT, row(1, 1.0), None, TS[1])])
+    apply_batch(replica, [change(Op.UPDATE, row(1, 2.0), row(1, 1.0), TS[2])],
            [change(Op.UPDATE, Row({**row(1, 2.0), "c_varchar": b"y"}), row(1, 2.0), TS[3])])
     store = DeltaStore(tmp_path)
     rows = store.read(store.table_path("s", "t_rowid__history")).to_pylist()
@@ -237,7 +228,7 @@ def test_a_whole_image_history_ignores_a_change_of_a_left_out_column(tmp_path: P
 def test_replicate_refuses_tracking_a_left_out_column_before_any_work(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     info = _info()
-    _apply(DeltaReplica(tmp_path / "wh"), [_change(Op.INSERT, _values("a", 1, info), None, TS[1], info)])
+    apply_batch(DeltaReplica(tmp_path / "wh"), [_change(Op.INSERT, _values("a", 1, info), None, TS[1], info)])
     capture = tmp_path / "none.jsonl"
     capture.write_text("")
     before = sorted(p.name for p in (tmp_path / "wh" / "s").iterdir())

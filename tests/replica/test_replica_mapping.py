@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from replica_units import apply_batch
 
 from pyticdc.consumer import ApplyUnit
 from pyticdc.errors import ConfigError, ReplicaError
@@ -59,15 +60,6 @@ def _ddl(query: str, ts: int, info: TableInfo | None = None) -> DDLEvent:
                     table_info=info)
 
 
-def _apply(replica: DeltaReplica, *units: list[RowChange] | DDLEvent) -> None:
-    for unit in units:
-        if isinstance(unit, DDLEvent):
-            replica.apply(ApplyUnit(kind="ddl", ddl=unit, consistent_ts=unit.commit_ts))
-        else:
-            replica.apply(ApplyUnit(kind="rows", rows=tuple(unit), consistent_ts=unit[-1].commit_ts))
-    replica.commit(b"")
-
-
 def _table(warehouse: Path) -> tuple[str, list[str], list[dict[str, Any]]]:
     store = DeltaStore(warehouse)
     entry = read_progress(store).tables[("s", "t_np")]
@@ -113,7 +105,7 @@ def test_modelling_with_mapping_or_a_mode_runs_on_both_engines() -> None:
         == ()
     for mode in ("add-only", "fail", "rescue"):
         assert Modelling(schema_evolution=mode).driver_only == ()
-    assert Modelling(schema_evolution="rescue", history=("s.t",)).driver_only == ("history tables",)
+    assert Modelling(schema_evolution="rescue", history=("s.t",)).driver_only == ()
     assert Modelling(schema_evolution="rescue").row_columns == ("_commit_time", "_rescued_data")
     assert Modelling().driver_only == ()
 
@@ -124,7 +116,7 @@ def test_mapped_columns_and_table_follow_ddl_and_restarts(tmp_path: Path) -> Non
                                 table_names=["s.*=bronze.s_{table}"])
     model = Modelling(mapping=mapping)
     info = _info()
-    _apply(DeltaReplica(tmp_path, modelling=model), [_row("a", 1, info, TS[1])])
+    apply_batch(DeltaReplica(tmp_path, modelling=model), [_row("a", 1, info, TS[1])])
     path, names, rows = _table(tmp_path)
     assert path == "bronze/s_t_np" and not (tmp_path / "s").exists()
     assert "amount" in names and not {"n", "c_text", "c_tinytext"} & set(names)
@@ -132,7 +124,7 @@ def test_mapped_columns_and_table_follow_ddl_and_restarts(tmp_path: Path) -> Non
     # Upstream renames n: the replica column stays amount (in a new process: the decision is in the progress).
     replica = DeltaReplica(tmp_path, modelling=model)
     renamed = _renamed(info, "n", "n2")
-    _apply(replica, _ddl("ALTER TABLE `s`.`t_np` RENAME COLUMN `n` TO `n2`", TS[2], renamed),
+    apply_batch(replica, _ddl("ALTER TABLE `s`.`t_np` RENAME COLUMN `n` TO `n2`", TS[2], renamed),
            [_row("b", 2, renamed, TS[3])])
     _, names, rows = _table(tmp_path)
     assert "amount" in names and "n2" not in names
@@ -141,14 +133,14 @@ def test_mapped_columns_and_table_follow_ddl_and_restarts(tmp_path: Path) -> Non
     rewrites = replica.stats.rewrites
     dropped = _without(renamed, "c_text")
     secret = ColumnInfo(name="secret", type_code=TypeCode.LONG)
-    _apply(replica, _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_text`", TS[4], dropped),
+    apply_batch(replica, _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_text`", TS[4], dropped),
            _ddl("ALTER TABLE `s`.`t_np` ADD COLUMN `secret` int", TS[5], _with(dropped, secret)),
            [_row("c", 3, _with(dropped, secret), TS[6], secret=7)])
     _, after, rows = _table(tmp_path)
     assert after == names and replica.stats.rewrites == rewrites
     assert [(r["code"], r["amount"]) for r in rows] == [("a", 1), ("b", 2), ("c", 3)]
     # Renaming the upstream table moves the replica table to its mapped name.
-    _apply(replica, DDLEvent(query="RENAME TABLE `s`.`t_np` TO `s`.`t_new`", ddl_type=int(ActionType.RENAME_TABLE),
+    apply_batch(replica, DDLEvent(query="RENAME TABLE `s`.`t_np` TO `s`.`t_new`", ddl_type=int(ActionType.RENAME_TABLE),
                              commit_ts=TS[7], schema="s", table="t_np"))
     entry = read_progress(DeltaStore(tmp_path)).tables[("s", "t_new")]
     assert entry.path == "bronze/s_t_new" and entry.names["n2"] == "amount" and entry.names["secret"] == EXCLUDED
@@ -156,13 +148,13 @@ def test_mapped_columns_and_table_follow_ddl_and_restarts(tmp_path: Path) -> Non
 
 def test_an_include_list_and_a_handle_column_left_out(tmp_path: Path) -> None:
     model = Modelling(mapping=NameMapping.parse(columns=["s.t_np=code,n"]))
-    _apply(DeltaReplica(tmp_path / "a", modelling=model), [_row("a", 1, _info(), TS[1])])
+    apply_batch(DeltaReplica(tmp_path / "a", modelling=model), [_row("a", 1, _info(), TS[1])])
     _, names, rows = _table(tmp_path / "a")
     assert [n for n in names if not n.startswith("_")] == ["code", "n"]
     assert rows[0]["n"] == 1
     replica = DeltaReplica(tmp_path / "b", modelling=Modelling(mapping=NameMapping.parse(columns=["s.t_np=n"])))
     with pytest.raises(ConfigError, match=r"s\.t_np: column\(s\) code identify its rows and cannot be left out"):
-        _apply(replica, [_row("a", 1, _info(), TS[1])])
+        apply_batch(replica, [_row("a", 1, _info(), TS[1])])
 
 
 def test_two_tables_mapped_to_one_name_are_refused(tmp_path: Path) -> None:
@@ -171,19 +163,19 @@ def test_two_tables_mapped_to_one_name_are_refused(tmp_path: Path) -> None:
     other = msgspec.structs.replace(_row("a", 1, _info(), TS[1]), table="t_other",
                                     table_info=msgspec.structs.replace(_info(), table="t_other"))
     with pytest.raises(ReplicaError, match="would both be replica table b/all"):
-        _apply(replica, [_row("a", 1, _info(), TS[1]), other])
+        apply_batch(replica, [_row("a", 1, _info(), TS[1]), other])
 
 
 # --------------------------------------------------------------------------- schema evolution modes
 def test_add_only_keeps_dropped_and_renamed_columns(tmp_path: Path) -> None:
     replica = DeltaReplica(tmp_path, modelling=Modelling(schema_evolution="add-only"))
     info = _info()
-    _apply(replica, [_row("a", 1, info, TS[1])])
+    apply_batch(replica, [_row("a", 1, info, TS[1])])
     dropped = _without(info, "c_varchar")
-    _apply(replica, _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_varchar`", TS[2], dropped),
+    apply_batch(replica, _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_varchar`", TS[2], dropped),
            [_row("b", 2, dropped, TS[3])])
     renamed = _renamed(dropped, "n", "n2")
-    _apply(DeltaReplica(tmp_path, modelling=Modelling(schema_evolution="add-only")),
+    apply_batch(DeltaReplica(tmp_path, modelling=Modelling(schema_evolution="add-only")),
            _ddl("ALTER TABLE `s`.`t_np` RENAME COLUMN `n` TO `n2`", TS[4], renamed), [_row("c", 3, renamed, TS[5])])
     _, names, rows = _table(tmp_path)
     assert {"c_varchar", "n", "n2"} <= set(names)
@@ -194,9 +186,9 @@ def test_add_only_keeps_dropped_and_renamed_columns(tmp_path: Path) -> None:
 def test_fail_stops_before_the_ddl_and_a_restart_with_follow_continues(tmp_path: Path) -> None:
     info = _info()
     replica = DeltaReplica(tmp_path, modelling=Modelling(schema_evolution="fail"))
-    _apply(replica, [_row("a", 1, info, TS[1])])
+    apply_batch(replica, [_row("a", 1, info, TS[1])])
     # An index change passes.
-    _apply(replica, _ddl("ALTER TABLE `s`.`t_np` ADD INDEX `ix`(`n`)", TS[2]))
+    apply_batch(replica, _ddl("ALTER TABLE `s`.`t_np` ADD INDEX `ix`(`n`)", TS[2]))
     dropped = _without(info, "c_varchar")
     drop = _ddl("ALTER TABLE `s`.`t_np` DROP COLUMN `c_varchar`", TS[3], dropped)
     replica.apply(ApplyUnit(kind="rows", rows=(_row("b", 2, info, TS[3] - 1),), consistent_ts=TS[3] - 1))
@@ -208,7 +200,7 @@ def test_fail_stops_before_the_ddl_and_a_restart_with_follow_continues(tmp_path:
     _, names, rows = _table(tmp_path)
     assert "c_varchar" in names and [r["code"] for r in rows] == ["a"]  # nothing of that batch applied
     follow = DeltaReplica(tmp_path)
-    _apply(follow, [_row("b", 2, info, TS[3] - 1)], drop, [_row("c", 3, dropped, TS[4])])
+    apply_batch(follow, [_row("b", 2, info, TS[3] - 1)], drop, [_row("c", 3, dropped, TS[4])])
     _, names, rows = _table(tmp_path)
     assert "c_varchar" not in names and [r["code"] for r in rows] == ["a", "b", "c"]
 
@@ -218,23 +210,23 @@ def test_rescue_keeps_unknown_columns_and_values_a_type_change_cannot_convert(tm
     info = _info()
     # A row carrying a column the replica's schema lacks (an upstream change it never saw as DDL).
     wider = _with(info, ColumnInfo(name="extra", type_code=TypeCode.LONG))
-    _apply(replica, [_row("a", 300, info, TS[1])])
-    _apply(replica, [_row("b", 2, wider, TS[2], extra=42)])
+    apply_batch(replica, [_row("a", 300, info, TS[1])])
+    apply_batch(replica, [_row("b", 2, wider, TS[2], extra=42)])
     _, names, rows = _table(tmp_path)
     assert "extra" not in names
     assert [(r["code"], r["_rescued_data"]) for r in rows] == [("a", None), ("b", '{"extra":"42"}')]
     # n int -> tinyint: 300 does not fit; it goes to _rescued_data, the column takes the new type.
     tiny = _info(tuple(msgspec.structs.replace(c, type_code=TypeCode.TINY, type_desc="tinyint(4)", flen=4)
                        if c.name == "n" else c for c in info.columns))
-    _apply(replica, _ddl("ALTER TABLE `s`.`t_np` MODIFY COLUMN `n` tinyint", TS[3], tiny))
+    apply_batch(replica, _ddl("ALTER TABLE `s`.`t_np` MODIFY COLUMN `n` tinyint", TS[3], tiny))
     _, names, rows = _table(tmp_path)
     assert [(r["code"], r["n"]) for r in rows] == [("a", None), ("b", 2)]  # 2 fits: only 300 is rescued
     assert json.loads(rows[0]["_rescued_data"]) == {"n": "300"}
     assert json.loads(rows[1]["_rescued_data"]) == {"extra": "42"}
     plain = DeltaReplica(tmp_path / "follow")
-    _apply(plain, [_row("a", 300, info, TS[1])])
+    apply_batch(plain, [_row("a", 300, info, TS[1])])
     with pytest.raises(ReplicaError, match="do not convert"):  # follow: the type change is refused
-        _apply(plain, _ddl("ALTER TABLE `s`.`t_np` MODIFY COLUMN `n` tinyint", TS[3], tiny))
+        apply_batch(plain, _ddl("ALTER TABLE `s`.`t_np` MODIFY COLUMN `n` tinyint", TS[3], tiny))
 
 
 # --------------------------------------------------------------------------- the oracle
@@ -262,15 +254,15 @@ def test_oracle_column_mapped_replicas_equal_the_transformed_truth(tmp_path: Pat
 def test_decisions_stand_when_the_rules_are_dropped_and_add_only_keeps_a_mapped_column(tmp_path: Path) -> None:
     mapped = Modelling(mapping=NameMapping.parse(rename_columns=["s.t_np.n=amount"]), schema_evolution="add-only")
     info = _info()
-    _apply(DeltaReplica(tmp_path, modelling=mapped), [_row("a", 1, info, TS[1])])
+    apply_batch(DeltaReplica(tmp_path, modelling=mapped), [_row("a", 1, info, TS[1])])
     # Without the rules the replica still names n amount: its column was named so (nothing is silently lost).
-    _apply(DeltaReplica(tmp_path, modelling=Modelling(schema_evolution="add-only")), [_row("b", 2, info, TS[2])])
+    apply_batch(DeltaReplica(tmp_path, modelling=Modelling(schema_evolution="add-only")), [_row("b", 2, info, TS[2])])
     _, names, rows = _table(tmp_path)
     assert "amount" in names and "n" not in names
     assert [(r["code"], r["amount"]) for r in rows] == [("a", 1), ("b", 2)]
     # add-only: the upstream rename of n keeps amount (old values, NULL after) and adds n2.
     renamed = _renamed(info, "n", "n2")
-    _apply(DeltaReplica(tmp_path, modelling=mapped),
+    apply_batch(DeltaReplica(tmp_path, modelling=mapped),
            _ddl("ALTER TABLE `s`.`t_np` RENAME COLUMN `n` TO `n2`", TS[3], renamed), [_row("c", 3, renamed, TS[4])])
     _, names, rows = _table(tmp_path)
     assert [(r["code"], r["amount"], r["n2"]) for r in rows] == [("a", 1, None), ("b", 2, None), ("c", None, 3)]

@@ -8,8 +8,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from replica_units import apply_batch
 
-from pyticdc.consumer import ApplyUnit
 from pyticdc.model import ColumnInfo, DDLEvent, IndexInfo, KafkaRecord, Op, Row, RowChange, TypeCode, Watermark
 from pyticdc.mysql import table_info_with_flags
 from pyticdc.replica import DeltaReplica, Replicator, SimulatedCrash, read_progress
@@ -107,15 +107,6 @@ def test_alter_on_a_table_created_from_its_buffered_rows(tmp_path: Path, protoco
     assert _table(tmp_path) == expected
 
 
-def _units(replica: DeltaReplica, *units: list[RowChange] | DDLEvent) -> None:
-    for unit in units:
-        if isinstance(unit, DDLEvent):
-            replica.apply(ApplyUnit(kind="ddl", ddl=unit, consistent_ts=unit.commit_ts))
-        else:
-            replica.apply(ApplyUnit(kind="rows", rows=tuple(unit), consistent_ts=unit[-1].commit_ts))
-    replica.commit(b"")
-
-
 @pytest.mark.parametrize("query, expected", [
     ("ALTER TABLE `s`.`t` DROP COLUMN `v`", [{"id": 1}, {"id": 2}]),
     ("ALTER TABLE `s`.`t` MODIFY COLUMN `v` VARCHAR(20)", [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]),
@@ -124,10 +115,10 @@ def _units(replica: DeltaReplica, *units: list[RowChange] | DDLEvent) -> None:
 def test_other_column_changes_on_a_table_known_from_buffered_rows(tmp_path: Path, query: str,
                                                                   expected: list[dict[str, Any]]) -> None:
     replica = DeltaReplica(tmp_path)
-    _units(replica, [_insert(TS[1], _info(), id=1, v=b"a")],
+    apply_batch(replica, [_insert(TS[1], _info(), id=1, v=b"a")],
            DDLEvent(query=query, ddl_type=5, commit_ts=TS[2], schema="s", table="t"))
     after = replica.tables[("s", "t")].info
-    _units(replica, [_insert(TS[3], after, id=2, **{c.name: b"b" for c in after.columns if c.name != "id"})])
+    apply_batch(replica, [_insert(TS[3], after, id=2, **{c.name: b"b" for c in after.columns if c.name != "id"})])
     store = DeltaStore(tmp_path)
     rows = store.read(store.root / replica.tables[("s", "t")].path).to_pylist()
     decoded = [{k: (v.decode() if isinstance(v, bytes) else v) for k, v in r.items() if not k.startswith("_")}
@@ -138,17 +129,17 @@ def test_other_column_changes_on_a_table_known_from_buffered_rows(tmp_path: Path
 
 def test_rename_and_drop_of_a_table_known_from_buffered_rows(tmp_path: Path) -> None:
     replica = DeltaReplica(tmp_path)
-    _units(replica, [_insert(TS[1], _info(), id=1, v=b"a")],
+    apply_batch(replica, [_insert(TS[1], _info(), id=1, v=b"a")],
            DDLEvent(query="RENAME TABLE `s`.`t` TO `s`.`u`", ddl_type=14, commit_ts=TS[2], schema="s", table="t"))
     assert set(replica.tables) == {("s", "u")}  # the rows went with their table, nothing left under the old name
     store = DeltaStore(tmp_path)
     assert store.count(store.root / replica.tables[("s", "u")].path) == 1
     # A table dropped in the batch its first rows arrive in: not created after its DROP.
-    _units(replica, [_insert(TS[3], _info(), id=5, v=b"x")],
+    apply_batch(replica, [_insert(TS[3], _info(), id=5, v=b"x")],
            DDLEvent(query="DROP TABLE `s`.`t`", ddl_type=4, commit_ts=TS[4], schema="s", table="t"))
     assert set(replica.tables) == {("s", "u")} and replica.stats.rows_skipped == 1
     # A DDL on a table the replica never had and holds no rows of: nothing to do, counted and said why.
-    _units(replica, DDLEvent(query="ALTER TABLE `s`.`never` ADD COLUMN `x` INT", ddl_type=5, commit_ts=TS[5],
+    apply_batch(replica, DDLEvent(query="ALTER TABLE `s`.`never` ADD COLUMN `x` INT", ddl_type=5, commit_ts=TS[5],
                              schema="s", table="never"))
     assert replica.stats.ddls_not_applicable >= 1
     assert any("s.never" in line for line in replica.not_applicable)

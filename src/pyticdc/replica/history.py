@@ -72,7 +72,7 @@ from pyticdc.replica.maintenance import maintain_table
 from pyticdc.replica.mapping import EXCLUDED, map_info
 from pyticdc.replica.modelling import Modelling
 from pyticdc.replica.progress import TableEntry, read_progress, tso_time
-from pyticdc.replica.projection import DIGEST, ROWID, add_digests, merge_source, typed_default
+from pyticdc.replica.projection import DIGEST, ROWID, add_digests, convert_each, merge_source, typed_default
 from pyticdc.replica.storage import Location
 from pyticdc.replica.store import DeltaStore, rows_position, safe_name
 from pyticdc.sim.history import TableVersions, Version, interval_errors
@@ -231,20 +231,6 @@ def history_path(store: DeltaStore, modelling: Modelling, replica_path: str) -> 
     """
     schema, _, table = replica_path.rpartition("/")
     return store.table_path(_unescaped(schema), modelling.history_name(_unescaped(table)))
-
-
-def _convert_each(array: pa.ChunkedArray, kind: pa.DataType) -> tuple[pa.Array, list[Any]]:
-    # --schema-evolution rescue: the values that convert exactly, NULL for the others (returned, None where kept).
-    kept: list[Any] = []
-    lost: list[Any] = []
-    for value in array.to_pylist():
-        try:
-            kept.append(pc.cast(pa.array([value], array.type), kind, safe=True)[0].as_py())
-            lost.append(None)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            kept.append(None)
-            lost.append(value)
-    return pa.array(kept, kind), lost
 
 
 class HistoryTables:
@@ -476,7 +462,7 @@ class HistoryTables:
                         raise ReplicaError(f"{info.qualified_name} history: {field.name} does not convert from "
                                            f"{column.type} to {field.type} ({exc})") from None
                     # As the replica does: the values the new type cannot hold go to _rescued_data.
-                    converted, rescued[field.name] = _convert_each(column, field.type)
+                    converted, rescued[field.name] = convert_each(column, field.type)
                     arrays.append(converted)
             else:
                 value = typed_default(info, field.name, (defaults or {}).get(field.name), time_zone=self.time_zone)

@@ -66,6 +66,7 @@ __all__ = [
     "MergeSource",
     "add_digests",
     "base64_texts",
+    "convert_each",
     "evolve",
     "merge_source",
     "project_changes",
@@ -280,8 +281,8 @@ def _cast(array: pa.ChunkedArray, kind: pa.DataType, where: str) -> pa.ChunkedAr
                            "the replica cannot follow this column type change: re-create the table") from None
 
 
-def _convert_each(array: pa.ChunkedArray, kind: pa.DataType) -> tuple[pa.Array, list[Any]]:
-    # Value by value: those that convert exactly stay, the others become NULL and are returned (None where kept).
+def convert_each(array: pa.ChunkedArray, kind: pa.DataType) -> tuple[pa.Array, list[Any]]:
+    """``array`` cast to ``kind`` value by value: exact conversions kept, the rest NULL and returned (rescue)."""
     kept: list[Any] = []
     lost: list[Any] = []
     for value in array.to_pylist():
@@ -332,7 +333,7 @@ def evolve(
                 arrays.append(_cast(data.column(source), field.type, f"{info.qualified_name}.{field.name}"))
             except ReplicaError:
                 # --schema-evolution rescue: values the new type cannot hold go to _rescued_data, not lost.
-                kept, lost = _convert_each(data.column(source), field.type)
+                kept, lost = convert_each(data.column(source), field.type)
                 rescued[field.name] = lost
                 arrays.append(kept)
         elif source in present:

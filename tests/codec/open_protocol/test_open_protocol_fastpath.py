@@ -113,3 +113,39 @@ def test_fast_path_on_hostile_bytes(seed: int, cut: bool) -> None:
         reference = None
     if fast is not None:
         assert reference is not None and _typed(fast) == _typed(reference)
+
+
+def test_a_negative_zero_in_any_row_of_a_batch_is_read_with_its_sign() -> None:
+    # The "-0" search runs once over the whole value: a FLOAT -0.0 in the last row of a batch must
+    # still send the message to the reference path (msgspec alone would read it as 0.0).
+    rows = [insert(_INFO, _ROW), insert(_INFO, {**_ROW, "id": 2}), insert(_INFO, {**_ROW, "id": 3, "f": -0.0})]
+    [message] = open_protocol.Encoder(max_batch_size=3).encode(rows)
+    assert message.key is not None and message.value is not None
+    assert b'"v":-0}' in message.value
+    decoder = open_protocol.Decoder()
+    decoder._fast.learn(decoder.decode_reference(message.value, message.key))  # type: ignore[union-attr]
+    assert _fast(decoder, message.key, message.value) is None
+    [*_, last] = decoder.decode(message.value, message.key)
+    assert isinstance(last, RowChange) and last.columns is not None
+    assert str(last.columns["f"]) == "-0.0"
+
+
+def test_a_batch_of_two_tables_takes_each_table_its_plan() -> None:
+    # Rows of another table inside one batch change the plan and TableInfo the loop reuses.
+    other = table(column("id", 8, PK), column("name", 15, text=True), schema="s", name="u")
+    rows = [insert(_INFO, _ROW), insert(other, {"id": 7, "name": b"x"}), insert(_INFO, {**_ROW, "id": 2}),
+            delete(other, {"id": 7, "name": b"x"})]
+    messages = open_protocol.Encoder(max_batch_size=4).encode(rows)
+    decoder = open_protocol.Decoder()
+    for message in messages:
+        assert message.key is not None and message.value is not None
+        decoder._fast.learn(decoder.decode_reference(message.value, message.key))  # type: ignore[union-attr]
+    batched = [m for m in messages if m.key is not None and m.key.count(b'"t":1') == 4]
+    assert batched, "the encoder put the four rows in one message"
+    for message in batched:
+        assert message.key is not None and message.value is not None
+        fast = _fast(decoder, message.key, message.value)
+        reference = decoder.decode_reference(message.value, message.key)
+        assert fast is not None and _typed(fast) == _typed(reference)
+        assert [e.table_info for e in fast] == [e.table_info for e in reference]  # type: ignore[union-attr]
+        assert [e.table for e in fast] == ["t", "u", "t", "u"]  # type: ignore[union-attr]

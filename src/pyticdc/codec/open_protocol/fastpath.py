@@ -115,14 +115,16 @@ class _Compiled:
                     t_field, ("h", bool | None, None), ("f", Literal[flags]), ("v", wire_type | None, None),
                 ], gc=False, kw_only=True)
             fields.append((f"c{i}", column, msgspec.field(name=name)))
-            lines.append(f"v = s.c{i}.v")
             if reader is not None:
                 namespace[f"read{i}"] = _checked(reader)
                 step = f"v = read{i}(v)"
             if step:
+                lines.append(f"v = s.c{i}.v")
                 lines.append("if v is not None:")
                 lines += ["    " + line for line in step.split("\n")]
-            lines.append(f"v{i} = v")
+                lines.append(f"v{i} = v")
+            else:  # msgspec's value is the value
+                lines.append(f"v{i} = s.c{i}.v")
             items.append(f"{literal(name)}: v{i}")
         image = msgspec.defstruct("OpenImage", fields, forbid_unknown_fields=True, gc=False)
         row = msgspec.defstruct("OpenRow", [("u", image | None, None), ("p", image | None, None),
@@ -144,6 +146,10 @@ class _Compiled:
 
 
 _COMPILED: Final[dict[Shape, _Compiled | None]] = {}
+
+
+def _no_plan(data: Any) -> Any:
+    raise AssertionError("a row read before its table's plan")  # unreachable: `last` starts None
 
 
 def _compiled(shape: Shape) -> _Compiled | None:
@@ -188,13 +194,24 @@ class FastPath:
 
     def decode(self, key: bytes, value: bytes) -> list[Event] | None:
         """The row events of a message of known tables, or None (anything else)."""
-        if not value or len(key) <= 8 or not key.startswith(VERSION_HEAD):
+        # One "-0" search over the whole value, not one per row: every "-0" inside a frame is also
+        # one in the value (a length byte before a frame's "{" only adds declines, never misses).
+        if not value or len(key) <= 8 or not key.startswith(VERSION_HEAD) or has_negative_zero(value):
             return None
         plans = self._plans
         unpack = U64.unpack_from
+        key_decode = KEY_DECODER.decode
         events: list[Event] = []
         append = events.append
         key_at, value_at, key_end, value_end = 8, 0, len(key), len(value)
+        # The plan and TableInfo of the previous row: the rows of a batch are mostly of one table.
+        last: tuple[str, str, bool] | None = None
+        info: TableInfo | None = None
+        decode_row: Callable[[bytes], Any] = _no_plan
+        convert: Callable[[Any], Row] = _no_plan
+        handle_only = False
+        row_change = RowChange
+        delete, insert, update = Op.DELETE, Op.INSERT, Op.UPDATE
         while key_at < key_end:
             (size,) = unpack(key, key_at)
             key_data = key[key_at + 8:key_at + 8 + size]
@@ -204,34 +221,36 @@ class FastPath:
             value_at += 8 + size
             if key_at > key_end or value_at > value_end:
                 return None
-            wire = KEY_DECODER.decode(key_data)
+            wire = key_decode(key_data)
             if wire.t != MESSAGE_TYPE_ROW or wire.ccl or not 0 <= wire.ts <= MAX_U64:
                 return None
-            plan = plans.get((wire.scm, wire.tbl))
-            # (has_negative_zero leads with the literal "-0" itself: no `in` test before it)
-            if plan is None or has_negative_zero(data):
-                return None
-            row = plan.decode(data)
-            convert = plan.convert
+            schema, table, partitioned = wire.scm, wire.tbl, wire.ptn is not None
+            if last is None or last[0] != schema or last[1] != table or last[2] != partitioned:
+                plan = plans.get((schema, table))
+                if plan is None:
+                    return None
+                info = plan.table_info(schema, table, partitioned)
+                decode_row, convert, handle_only = plan.decode, plan.convert, plan.handle_only
+                last = (schema, table, partitioned)
+            row = decode_row(data)
             if row.d is not None:
                 if row.u is not None or row.p is not None:
                     return None
-                op, columns, pre = Op.DELETE, None, convert(row.d)
-                handle_key_only = wire.ohk or plan.handle_only
+                op, columns, pre = delete, None, convert(row.d)
+                handle_key_only = wire.ohk or handle_only
             elif row.u is not None:
                 columns = convert(row.u)
                 if row.p is None:
-                    op, pre = Op.INSERT, None
+                    op, pre = insert, None
                 else:
-                    op, pre = Op.UPDATE, convert(row.p)
+                    op, pre = update, convert(row.p)
                 handle_key_only = wire.ohk
             else:
                 return None
-            append(RowChange(
-                op=op, schema=wire.scm, table=wire.tbl, commit_ts=wire.ts, columns=columns, pre_columns=pre,
-                physical_table_id=wire.ptn or 0, row_id=wire.rid,
-                table_info=plan.table_info(wire.scm, wire.tbl, wire.ptn is not None),
-                handle_key_only=handle_key_only, claim_check_location=None))
+            append(row_change(
+                op=op, schema=schema, table=table, commit_ts=wire.ts, columns=columns, pre_columns=pre,
+                physical_table_id=wire.ptn or 0, row_id=wire.rid, table_info=info,
+                handle_key_only=handle_key_only))
         if value_at != value_end or not events:
             return None
         return events

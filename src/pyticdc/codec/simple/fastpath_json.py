@@ -190,12 +190,30 @@ def _json_kind(column: ColumnInfo, lax: bool) -> tuple[Any, str | None, bool]:
     return str, None, False
 
 
-def _image_code(columns: list[ColumnInfo], lax: bool, result: str) -> tuple[list[Any], list[str]]:
-    """The image struct's fields and the code turning struct ``s`` into the Row ``result``.
+def _image_code(columns: list[ColumnInfo], lax: bool, result: str, var: str = "s") -> tuple[list[Any], list[str]]:
+    """The image struct's fields and the code turning struct ``var`` into the Row ``result``.
 
     A NOT NULL column takes no null: one that comes anyway fails validation (the reference path
     then returns it), and lax mode cannot read a "null" string into it.
     """
+    fields, lines, nulls, zeros = _image_parts(columns, lax, result, var)
+    return fields, _lax_checks(nulls, zeros) + lines
+
+
+def _lax_checks(nulls: list[str], zeros: list[str]) -> list[str]:
+    """Lax mode may have read a "null"/"-0" string into one of these: look at the message then."""
+    checks = []
+    if nulls:
+        checks.append(f"if {' or '.join(nulls)}: check(message)")
+    if zeros:
+        checks.append(f"if {' or '.join(zeros)}: check_zero(message)")
+    return checks
+
+
+def _image_parts(
+    columns: list[ColumnInfo], lax: bool, result: str, var: str,
+) -> tuple[list[Any], list[str], list[str], list[str]]:
+    """``_image_code``'s fields and conversion lines, and the tests saying the message needs a lax check."""
     fields = []
     lines = []
     items = []
@@ -206,15 +224,15 @@ def _image_code(columns: list[ColumnInfo], lax: bool, result: str) -> tuple[list
         nullable = column.nullable
         fields.append((f"c{i}", wire_type | None if nullable else wire_type, msgspec.field(name=column.name)))
         if ambiguous and nullable:
-            nulls.append(f"s.c{i} is None")
+            nulls.append(f"{var}.c{i} is None")
         # A zero may have been "-0": ParseFloat's -0.0, and an error for ParseUint (BIT/ENUM/SET).
         if lax and V.column_kind(column) in (V.KIND_FLOAT, V.KIND_DOUBLE, V.KIND_UINT):
-            zeros.append(f"s.c{i} == 0")
+            zeros.append(f"{var}.c{i} == 0")
         if step is None:
-            items.append(f"{literal(column.name)}: s.c{i}")
+            items.append(f"{literal(column.name)}: {var}.c{i}")
             continue
         items.append(f"{literal(column.name)}: x{i}")
-        lines.append(f"x{i} = s.c{i}")
+        lines.append(f"x{i} = {var}.c{i}")
         when = f"if x{i} is not None: " if nullable else ""
         if step == "bigint":
             test = f"x{i} is not None and x{i}" if nullable else f"x{i}"
@@ -229,13 +247,8 @@ def _image_code(columns: list[ColumnInfo], lax: bool, result: str) -> tuple[list
             lines += [f"if x{i} is not None:", f"    v = x{i}"]
             lines += ["    " + line.format(i=i, high=high) for line in _STEPS[step]]
             lines.append(f"    x{i} = v")
-    # Lax mode may have read a "null"/"-0" string into one of these: look at the message then.
-    if zeros:
-        lines.insert(0, f"if {' or '.join(zeros)}: check_zero(message)")
-    if nulls:
-        lines.insert(0, f"if {' or '.join(nulls)}: check(message)")
     lines.append(f"{result} = Row({{" + ", ".join(items) + "})")
-    return fields, lines
+    return fields, lines, nulls, zeros
 
 
 #: Reads one image: (raw ``data``/``old`` value, whole message, float32 buffer) → Row. The buffer
@@ -258,13 +271,13 @@ def make(template):
 {data}
             return replace(template, commit_ts=m.commitTs, columns=columns, physical_table_id=m.tableID)
         if kind == "UPDATE":
-            if s is None:
+            o = m.old
+            if s is None or o is None:
                 raise Decline
-{data}
-            s = m.old
-            if s is None:
-                raise Decline
-{old}
+            # one look at the message for both images (a check is a scan of all its bytes)
+{update_checks}
+{update_data}
+{update_old}
             return replace(template, op=UPDATE, commit_ts=m.commitTs, columns=columns, pre_columns=pre,
                            physical_table_id=m.tableID)
         s = m.old
@@ -274,6 +287,10 @@ def make(template):
         return replace(template, op=DELETE, commit_ts=m.commitTs, pre_columns=pre, physical_table_id=m.tableID)
     return read
 """
+
+
+def _indent(lines: list[str], width: int) -> str:
+    return "\n".join(" " * width + line for line in lines)
 
 
 def _check_lax(message: bytes) -> None:
@@ -321,6 +338,9 @@ class _JsonCode:
         # (handle-key-only) and unknown columns take another path.
         image_fields, data_code = _image_code(columns, True, "columns")
         _, old_code = _image_code(columns, True, "pre")
+        _, update_data, data_nulls, data_zeros = _image_parts(columns, True, "columns", "s")
+        _, update_old, old_nulls, old_zeros = _image_parts(columns, True, "pre", "o")
+        update_checks = _lax_checks(data_nulls + old_nulls, data_zeros + old_zeros)
         image = msgspec.defstruct("SimpleJsonLaxImage", image_fields, forbid_unknown_fields=True, gc=False)
         message_type = msgspec.defstruct("SimpleJsonLaxMessage", [
             ("type", Literal["INSERT", "UPDATE", "DELETE"]), ("version", _LAX_INT64, 0),
@@ -337,9 +357,9 @@ class _JsonCode:
             **common, "decode": msgspec.json.Decoder(message_type, strict=False).decode, "UPDATE": Op.UPDATE,
             "DELETE": Op.DELETE, "replace": msgspec.structs.replace,
         }
-        source = _ONE_PASS.format(data="\n".join(" " * 12 + line for line in data_code),
-                                  old="\n".join(" " * 12 + line for line in old_code),
-                                  delete="\n".join(" " * 8 + line for line in old_code))
+        source = _ONE_PASS.format(data=_indent(data_code, 12), update_checks=_indent(update_checks or ["pass"], 12),
+                                  update_data=_indent(update_data, 12), update_old=_indent(update_old, 12),
+                                  delete=_indent(old_code, 8))
         self.make_read_message = compile_function(source, "make", namespace)
 
     @staticmethod
