@@ -239,3 +239,18 @@ def row_changes(draw: st.DrawFn, max_rows: int = 4) -> list[RowChange]:
         ))
         commit_ts += draw(st.integers(0, 1 << 20))
     return rows
+
+
+def awkward_image(image: Row | None, data: st.DataObject, awkward: st.SearchStrategy[Any], *,
+                  one_in: int = 5) -> Row | None:
+    """``image`` with about one value in ``one_in`` swapped for an awkward one, now and then a column dropped or
+    added: the inputs a fast writer must decline or write exactly as the reference does."""
+    if image is None:
+        return None
+    draw = data.draw
+    values = {k: draw(awkward) if draw(st.integers(0, one_in - 1)) == 0 else v for k, v in image.items()}
+    if values and draw(st.integers(0, 9)) == 0:
+        values.pop(next(iter(values)))
+    if draw(st.integers(0, 19)) == 0:
+        values["not_a_column"] = 1
+    return Row(values)

@@ -21,7 +21,7 @@ from pyticdc.codec import canal_json, open_protocol, simple
 from pyticdc.codec.base import BaseEncoder, Message
 from pyticdc.errors import EncodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
-from strategies import row_changes
+from strategies import awkward_image, row_changes
 
 _AWKWARD = st.sampled_from([
     b"<a&b>", b"\x08\x0c", b"\\b", b"\\\x08", "\u2028\u2029".encode(), "é订单😀".encode(), b"\xff\xfe", b"\x00\x1f\x7f",
@@ -67,19 +67,6 @@ CONFIGS: list[tuple[str, type[BaseEncoder], type[BaseEncoder], dict[str, Any]]] 
 ]
 
 
-def _swap(image: Row | None, data: st.DataObject) -> Row | None:
-    """``image`` with some values swapped for awkward ones, now and then a column dropped or added."""
-    if image is None:
-        return None
-    draw = data.draw
-    values = {k: draw(_AWKWARD) if draw(st.integers(0, 4)) == 0 else v for k, v in image.items()}
-    if values and draw(st.integers(0, 9)) == 0:
-        values.pop(next(iter(values)))
-    if draw(st.integers(0, 19)) == 0:
-        values["not_a_column"] = 1
-    return Row(values)
-
-
 def _encoded(encoder: BaseEncoder, events: list[Event]) -> list[Message] | str:
     try:
         return encoder.encode(events)
@@ -105,7 +92,8 @@ def test_row_writers_equal_reference(protocol: str, fast: type[BaseEncoder], ref
         if draw(st.booleans()):
             row = RowChange(op=row.op, schema=row.schema + draw(st.sampled_from(["", "", "", "_x"])),
                             table=row.table + draw(st.sampled_from(["", "", "", "_y"])), commit_ts=row.commit_ts,
-                            columns=_swap(row.columns, data), pre_columns=_swap(row.pre_columns, data),
+                            columns=awkward_image(row.columns, data, _AWKWARD),
+                            pre_columns=awkward_image(row.pre_columns, data, _AWKWARD),
                             table_id=row.table_id,
                             physical_table_id=draw(st.sampled_from([row.physical_table_id, 0, 7])),
                             row_id=draw(st.sampled_from([row.row_id, row.row_id, 0, 2**63])), table_info=info)

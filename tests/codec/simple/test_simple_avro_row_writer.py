@@ -14,8 +14,8 @@ from pyticdc.codec.simple import Encoder
 from pyticdc.codec.simple import encoder as simple_encoder
 from pyticdc.codec.simple.writer_avro import avro_row_writer
 from pyticdc.errors import EncodeError
-from pyticdc.model import Op, Row, RowChange
-from strategies import row_changes
+from pyticdc.model import Op, RowChange
+from strategies import awkward_image, row_changes
 
 _AWKWARD = st.sampled_from([
     b"", b"\xff\xfe", "é订单😀".encode(), "text", "\udc80", "\ud800", "2025-01-01 00:00:00", 1.5, -0.0, 3.5e38,
@@ -28,19 +28,6 @@ OPTION_SETS: list[dict[str, Any]] = [
     {"large-message-handle-compression": "lz4"}, {"time-zone": "Asia/Shanghai"},
     {"large-message-handle-option": "handle-key-only", "max-message-bytes": 400},
 ]
-
-
-def _swap(image: Row | None, data: st.DataObject) -> Row | None:
-    """``image`` with some values swapped for awkward ones, now and then a column dropped or added."""
-    if image is None:
-        return None
-    draw = data.draw
-    values = {k: draw(_AWKWARD) if draw(st.integers(0, 4)) == 0 else v for k, v in image.items()}
-    if values and draw(st.integers(0, 9)) == 0:
-        values.pop(next(iter(values)))
-    if draw(st.integers(0, 19)) == 0:
-        values["not_a_column"] = 1
-    return Row(values)
 
 
 def _outcome(encoder: Encoder, row: RowChange) -> Any:
@@ -62,7 +49,8 @@ def test_row_writer_equals_reference(options: dict[str, Any], rows: list[RowChan
         if data.draw(st.booleans()):
             row = RowChange(op=row.op, schema=row.schema, table=row.table,
                             commit_ts=row.commit_ts if commit_ts is None else commit_ts,
-                            columns=_swap(row.columns, data), pre_columns=_swap(row.pre_columns, data),
+                            columns=awkward_image(row.columns, data, _AWKWARD),
+                            pre_columns=awkward_image(row.pre_columns, data, _AWKWARD),
                             table_id=row.table_id, physical_table_id=data.draw(st.sampled_from([0, 7, 2**40])),
                             row_id=row.row_id, table_info=row.table_info)
         got = _outcome(fast, row)
