@@ -213,5 +213,5 @@ def test_auto_is_the_default_engine_and_picks_the_distributed_one_where_it_appli
     assert engine({"enable-tidb-extension": "true"}) == "distributed"
     assert engine({}) == "driver"  # no watermarks: batch consistency is the driver engine's
     assert engine({"enable-tidb-extension": "true"}, modelling=Modelling.parse(keys=["s.t=a"])) == "distributed"
-    assert engine({"enable-tidb-extension": "true"}, modelling=Modelling.parse(history=["s.t"])) == "driver"
+    assert engine({"enable-tidb-extension": "true"}, modelling=Modelling.parse(history=["s.t"])) == "distributed"
     assert engine({"enable-tidb-extension": "true"}, engine="driver") == "driver"

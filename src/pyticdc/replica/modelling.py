@@ -264,10 +264,9 @@ class Modelling:
     def driver_only(self) -> tuple[str, ...]:
         """The options set here that only the driver apply engine implements (the distributed one refuses them).
 
-        History tables: they need every change of a batch in order, the distributed engine MERGEs only the net
-        change per handle.
+        None any more: history tables fold every change of a batch in the executors (pyticdc.spark.apply.history).
         """
-        return ("history tables",) if self.history else ()
+        return ()
 
     def history_for(self, schema: str, table: str) -> bool:
         """Whether ``schema.table`` matches a ``--history`` pattern."""

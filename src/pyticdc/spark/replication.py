@@ -317,8 +317,8 @@ class SparkReplication:
     ``warehouse``: a directory or an object-store URL (``s3://bucket/wh``; ``storage_options`` are delta-rs'
     own, see :mod:`pyticdc.replica.storage`); an object store is written by the driver engine only.
     ``modelling``: metadata columns, soft deletes, key overrides, TRUNCATE handling, history tables
-    (:class:`pyticdc.replica.modelling.Modelling`); the distributed engine refuses history tables (``auto``
-    then picks the driver engine).
+    (:class:`pyticdc.replica.modelling.Modelling`), on every engine (the distributed one folds history tables in
+    its executors, :mod:`pyticdc.spark.apply.history`).
     ``engine``: ``auto`` (the default) is ``distributed`` wherever it applies to the source and options, else
     ``driver``; ``driver``, ``distributed`` and ``delta-spark`` are chosen as said or refused with the reason.
     """

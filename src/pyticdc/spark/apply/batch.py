@@ -11,8 +11,9 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
                  with ``_source_*`` columns the first delivery of each change is kept (first_deliveries)
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
     per level    net change per (table, handle) with max_by (the winner's record: its ``_source_*`` columns),
-                 then the engine applies every table's segment of the level in one job; then the driver
-                 executes the DDLs of the next wave
+                 then the engine applies every table's segment of the level in one job; tables with a history
+                 table fold the level's ordered changes (not the net ones) into versions in a second job,
+                 grouped by table (pyticdc.spark.apply.history); then the driver executes the DDLs of the next wave
     commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit)
 
 Python runs once per record (decode) and once per table segment (apply); the wide rows are shuffled once,
@@ -68,6 +69,7 @@ from pyticdc.spark.apply.decode import (
     resolve_held,
 )
 from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
+from pyticdc.spark.apply.history import HistoryTask, history_task, run_history
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
 
 __all__ = ["DistributedReplicator", "first_deliveries", "level_column", "mark_columns", "supports"]
@@ -414,6 +416,7 @@ class DistributedReplicator:
 
         tasks: dict[str, SegmentTask] = {}
         meta: dict[str, tuple[str, tuple[str, ...]]] = {}
+        firsts: dict[str, int] = {}
         for seg in sorted(segments, key=lambda s: s["tkey"]):
             key_text = seg["tkey"]
             schema, table = key_text.split("\x00", 1)
@@ -431,6 +434,7 @@ class DistributedReplicator:
             if task is not None:
                 tasks[key_text] = task
                 meta[key_text] = (strategy, columns)
+                firsts[key_text] = seg["first_ts"]
         if not tasks:
             return
         held = self.spark.createDataFrame([(k, t.held) for k, t in tasks.items()], "tkey string, held long")
@@ -450,6 +454,31 @@ class DistributedReplicator:
         for key_text, task in tasks.items():
             self.replica.hook_point("after-table-commit", table=tuple(key_text.split("\x00", 1)),
                                     position=task.position, kind="merge")
+        if self.replica.history is not None:
+            self._apply_history(rows, tasks, meta, firsts)
+
+    def _apply_history(self, rows: Any, tasks: Mapping[str, SegmentTask],
+                       meta: Mapping[str, tuple[str, tuple[str, ...]]], firsts: Mapping[str, int]) -> None:
+        # Every change of the level, not the net one, for the tables with history (pyticdc.spark.apply.history).
+        history: dict[str, HistoryTask] = {}
+        for key_text, task in tasks.items():
+            schema, table = key_text.split("\x00", 1)
+            made = history_task(self.replica, (schema, table), meta[key_text][0], task.key_columns, firsts[key_text],
+                                task.position)
+            if made is not None:
+                history[key_text] = made
+        if not history:
+            return
+        for key_text, made in history.items():
+            self.replica.hook_point("before-table-commit", table=tuple(key_text.split("\x00", 1)),
+                                    position=made.position, kind="history")
+        assert self.replica.history is not None
+        self.replica.history.versions_written += run_history(rows, history)
+        self.apply_jobs += 1
+        for key_text, made in history.items():
+            self.replica.store.forget(Path(made.path))  # written by another process: re-open for its new version
+            self.replica.hook_point("after-table-commit", table=tuple(key_text.split("\x00", 1)),
+                                    position=made.position, kind="history")
 
     def _quarantine(self, plan: BatchPlan) -> None:
         from pyticdc.errors import CaptureError
