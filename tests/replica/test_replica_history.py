@@ -490,10 +490,11 @@ def test_replicate_stops_with_one_line_and_exit_1_when_a_table_takes_a_history_n
     code = main(["replicate", "--from", str(capture), "-p", "open-protocol", "--to", str(tmp_path / "wh"),
                  "--history", "s.t_np"])
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
-    # One line (after the progress line the run starts with) naming both tables and the remedy.
+    # One line (after the progress line the run starts with) naming both tables and the remedy. The words
+    # differ by engine (the driver engine sees the new table arrive, the distributed one finds its path taken).
     assert code == 1 and len(errors) == 1, errors
-    assert errors[0].startswith("pyticdc replicate: error: s.t_np__history: ")
-    assert "history table of s.t_np" in errors[0] and "--history-table-name" in errors[0]
+    assert errors[0].startswith("pyticdc replicate: error: s.t_np"), errors[0]
+    assert all(part in errors[0] for part in ("s.t_np", "t_np__history", "--history-table-name")), errors[0]
 
 
 def test_a_rename_onto_a_history_name_is_refused(tmp_path: Path) -> None:
