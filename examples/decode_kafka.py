@@ -13,7 +13,6 @@ says so on stderr and exits 3. A capture file needs no connector: its records (`
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pyspark
 from deltalake import DeltaTable
 from pyspark.errors import AnalysisException
 
+from pyticdc.replica import read_table
 from pyticdc.spark import decode_kafka, delta_sink, spark_session
 
 #: Exit status when the Kafka connector is not on the classpath.
@@ -70,17 +70,11 @@ def main() -> int:
         delta_sink(changelog, quarantine, args.protocol, app_id="decode-kafka")(events, 0)
     spark.stop()
 
-    rows = DeltaTable(changelog).to_pyarrow_table().num_rows if DeltaTable.is_deltatable(changelog) else 0
-    bad = DeltaTable(quarantine).to_pyarrow_table().num_rows if DeltaTable.is_deltatable(quarantine) else 0
+    rows = read_table(changelog).num_rows if DeltaTable.is_deltatable(changelog) else 0
+    bad = read_table(quarantine).num_rows if DeltaTable.is_deltatable(quarantine) else 0
     print(f"changelog: {rows} row changes; quarantine: {bad} records")
     return 0
 
 
 if __name__ == "__main__":
-    code = main()
-    # A streaming query leaves PySpark's callback-server threads and Arrow's native thread pools
-    # behind; tearing them down at interpreter exit can abort (exit 134) after all work is done
-    # and committed. The output is flushed, so leave without that teardown.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    sys.exit(main())

@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deltalake import DeltaTable
-
+from pyticdc.replica import read_table
 from pyticdc.spark import spark_session
 from pyticdc.spark.replication import ReplicationSource, SparkReplication
 
@@ -47,9 +46,8 @@ def main() -> None:
     spark.stop()
 
     for path in sorted(p for p in args.warehouse.glob("*/*") if not p.parent.name.startswith("_")):
-        table = DeltaTable(str(path))
-        print(f"{path.parent.name}.{path.name}: {table.to_pyarrow_table().num_rows} rows, "
-              f"{len(table.schema().fields)} columns")
+        table = read_table(path)
+        print(f"{path.parent.name}.{path.name}: {table.num_rows} rows, {table.num_columns} columns")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,11 @@ stopped, and a replayed micro-batch is not written twice (Delta application tran
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 from deltalake import DeltaTable
 
+from pyticdc.replica import read_table
 from pyticdc.spark import delta_sink, spark_session
 
 
@@ -50,15 +49,10 @@ def main() -> None:
     query.awaitTermination()
     spark.stop()
 
-    rows = DeltaTable(changelog).to_pyarrow_table().num_rows if DeltaTable.is_deltatable(changelog) else 0
-    bad = DeltaTable(quarantine).to_pyarrow_table().num_rows if DeltaTable.is_deltatable(quarantine) else 0
+    rows = read_table(changelog).num_rows if DeltaTable.is_deltatable(changelog) else 0
+    bad = read_table(quarantine).num_rows if DeltaTable.is_deltatable(quarantine) else 0
     print(f"changelog: {rows} row changes; quarantine: {bad} records")
 
 
 if __name__ == "__main__":
     main()
-    # A streaming query leaves PySpark's callback-server threads and Arrow's native thread pools
-    # behind; tearing them down at interpreter exit can abort (exit 134) after all work is done
-    # and committed. The output is flushed, so leave without that teardown.
-    sys.stdout.flush()
-    os._exit(0)

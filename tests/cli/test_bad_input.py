@@ -14,6 +14,7 @@ import pytest
 from pyticdc.cli import main
 from pyticdc.io.capture import read_capture, write_capture
 from pyticdc.model import KafkaRecord
+from pyticdc.replica import read_table
 from pyticdc.sim.workload import History, WorkloadConfig, simulate
 from replays import source_records
 
@@ -209,20 +210,16 @@ def test_a_raw_file_given_as_a_capture_says_how_to_read_it(
 
 # --------------------------------------------------------------------------- replicate (Spark)
 def _replica(warehouse: Path) -> dict[str, list[dict[str, Any]]]:
-    from deltalake import DeltaTable
-
     tables = {}
     for schema_dir in sorted(p for p in warehouse.iterdir() if not p.name.startswith("_")):
         for table_dir in sorted(schema_dir.iterdir()):
-            rows = DeltaTable(str(table_dir)).to_pyarrow_table().to_pylist()
+            rows = read_table(str(table_dir)).to_pylist()
             tables[f"{schema_dir.name}.{table_dir.name}"] = sorted(rows, key=repr)
     return tables
 
 
 def _quarantine(warehouse: Path) -> list[dict[str, Any]]:
-    from deltalake import DeltaTable
-
-    rows: list[dict[str, Any]] = DeltaTable(str(warehouse / "_pyticdc" / "quarantine")).to_pyarrow_table().to_pylist()
+    rows: list[dict[str, Any]] = read_table(str(warehouse / "_pyticdc" / "quarantine")).to_pylist()
     return rows
 
 

@@ -6,11 +6,11 @@ import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 
 from pyticdc.arrow.rows import quarantine_arrow_schema
 from pyticdc.model import KafkaRecord
-from pyticdc.replica import Replicator
+from pyticdc.replica import Replicator, read_table
 from pyticdc.sim.workload import WorkloadConfig, simulate
 from replays import FULL_OPTIONS, source_records
 
@@ -30,7 +30,7 @@ def test_quarantine_rows_carry_the_kafka_timestamp(tmp_path: Path) -> None:
     topic = records[0].topic
     report = Replicator(tmp_path, "canal-json", OPTIONS, partitions={topic: 1}).process(records)
     assert report.quarantined == 1
-    table = DeltaTable(str(tmp_path / "_pyticdc" / "quarantine")).to_pyarrow_table()
+    table = read_table(str(tmp_path / "_pyticdc" / "quarantine"))
     assert table.schema.names == quarantine_arrow_schema().names
     [row] = table.to_pylist()
     assert (row["topic"], row["partition"], row["offset"], row["key"], row["value"], row["protocol"]) == (
@@ -48,5 +48,5 @@ def test_a_quarantine_without_the_timestamp_column_still_takes_records(tmp_path:
     write_deltalake(path, old.empty_table(), mode="overwrite", schema_mode="overwrite")
     report = Replicator(tmp_path, "canal-json", OPTIONS, partitions={topic: 1}).process([garbage])
     assert report.quarantined == 1
-    [row] = DeltaTable(path).to_pyarrow_table().to_pylist()
+    [row] = read_table(path).to_pylist()
     assert "kafka_timestamp" not in row and row["value"] == garbage.value

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deltalake import DeltaTable
 
 from pyticdc.cli import main
 from pyticdc.codec import make_encoder
 from pyticdc.io.capture import write_capture
 from pyticdc.model import physical_ms
-from pyticdc.replica import compare_replica
+from pyticdc.replica import compare_replica, read_table
 from pyticdc.replica.check import projection_options
 from pyticdc.replica.progress import read_progress
 from pyticdc.replica.store import DeltaStore
@@ -47,7 +46,7 @@ _COMMIT_COLUMNS = ("_commit_ts", "_commit_time")
 def _contents(warehouse: Path) -> dict[tuple[str, str], list[str]]:
     out = {}
     for key, entry in read_progress(DeltaStore(warehouse)).tables.items():
-        table = DeltaTable(str(warehouse / entry.path)).to_pyarrow_table()
+        table = read_table(str(warehouse / entry.path))
         rows = table.select([n for n in table.column_names if n not in _COMMIT_COLUMNS]).to_pylist()
         out[key] = sorted(repr(sorted(row.items())) for row in rows)
     return out
@@ -57,7 +56,7 @@ def _big_unsigned(warehouse: Path) -> int:
     # BIGINT UNSIGNED values from 2**63 up: Debezium without the extension carries them as their int64 twin.
     count = 0
     for entry in read_progress(DeltaStore(warehouse)).tables.values():
-        table = DeltaTable(str(warehouse / entry.path)).to_pyarrow_table()
+        table = read_table(str(warehouse / entry.path))
         for name in ("seq", "c_bigint_u"):
             if name in table.column_names:
                 count += sum(1 for v in table.column(name).to_pylist() if v is not None and v >= 2**63)

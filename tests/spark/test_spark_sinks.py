@@ -10,6 +10,7 @@ import pytest
 from pyticdc.arrow.rows import decode_records
 from pyticdc.codec import make_encoder
 from pyticdc.model import KafkaRecord
+from pyticdc.replica import read_table
 from pyticdc.sim.sample import sample_events
 from pyticdc.spark.sinks import (
     CHANGELOG_COLUMNS,
@@ -32,7 +33,7 @@ def _batches(first_offset: int = 0) -> list[pa.RecordBatch]:
 
 
 def _table(path: Path) -> pa.Table:
-    return deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    return read_table(str(path))
 
 
 def test_pure_selections() -> None:

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from pyticdc.replica.applier import ApplyStats, DeltaReplica, Hook, SimulatedCrash
 from pyticdc.replica.changes import NetChange, net_change
 from pyticdc.replica.check import compare_replica, read_replica, unsettled_tables
@@ -70,6 +72,7 @@ __all__ = [
     "net_change",
     "read_progress",
     "read_replica",
+    "read_table",
     "replica_tables",
     "unsettled_tables",
 ]
@@ -86,3 +89,10 @@ def replica_tables(warehouse: str | Path, *, storage_options: Mapping[str, str] 
         "complete_time": tso_time(progress.consistent_ts), "last_commit_ts": entry.last_commit_ts,
         "columns": [c.name for c in entry.info.columns],
     } for _key, entry in sorted(progress.tables.items())]
+
+
+def read_table(path: str | Path, *, storage_options: Mapping[str, str] | None = None) -> pa.Table:
+    """Every row of the Delta table at ``path`` (replica, history, changelog, quarantine), in its schema."""
+    # Not DeltaTable.to_pyarrow_table: see DeltaStore.read for why it can abort the interpreter at exit.
+    store = DeltaStore(path, storage_options=storage_options)
+    return store.read(store.root)
