@@ -82,6 +82,8 @@ class Encoder(BaseEncoder):
         self._location = location
         #: id(TableInfo) → (the TableInfo, its generated JSON row writer, if any).
         self._json_writers: dict[int, tuple[TableInfo, JsonRowWriter | None]] = {}
+        #: The entry of the last row's table (a batch's rows are mostly of one table); (None, None) at first.
+        self._json_last: tuple[TableInfo | None, JsonRowWriter | None] = (None, None)
         self._location_json = go_json_quote(location)
         # Read once (options are frozen): the fast writers check them on every row.
         self._compressed = self.options.large_message_handle_compression != "none"
@@ -249,14 +251,17 @@ class Encoder(BaseEncoder):
     def _fast_json_message(self, row: RowChange) -> Message | None:
         """The row message through the table's generated writer (``writer_json``); None where it declines."""
         table = row.table_info
-        entry = self._json_writers.get(id(table))
+        entry: tuple[TableInfo | None, JsonRowWriter | None] | None = self._json_last
         if entry is None or entry[0] is not table:
-            if table is None:
-                return None
-            if len(self._json_writers) > 256:
-                self._json_writers.clear()
-            entry = self._json_writers[id(table)] = (
-                table, json_row_writer(table, self.options.delete_only_output_handle_key_columns))
+            entry = self._json_writers.get(id(table))
+            if entry is None or entry[0] is not table:
+                if table is None:
+                    return None
+                if len(self._json_writers) > 256:
+                    self._json_writers.clear()
+                entry = self._json_writers[id(table)] = (
+                    table, json_row_writer(table, self.options.delete_only_output_handle_key_columns))
+            self._json_last = entry
         writer = entry[1]
         if writer is None:
             return None

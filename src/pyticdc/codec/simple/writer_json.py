@@ -3,22 +3,26 @@
 The encoder's reference path (``Encoder._dml``) assembles a message member by member; this writer
 speculates on the message TiCDC writes most — an INSERT, UPDATE or DELETE whose images hold every
 non-virtual column of the table — and writes it in one go: the column values become their wire
-values in straight-line code (keys in encoding/json's sorted order), orjson writes the whole
-message (envelope members in Go's field order, those fixed per table as constants) in one call and
-Go's HTML and U+2028/9 escapes are fixed up after. A value of another type goes through the
-reference per-value functions (its exact JSON text as an ``orjson.Fragment``). Anything else — a
-missing or extra column, invalid UTF-8 in a text column, a lone surrogate, a commit ts that is no
-uint64, a zero table id — declines (the writer returns None or raises one of ``WRITER_DECLINES``)
-and the encoder writes the row the reference way, which also raises its EncodeErrors. A
-conformance test checks both give the same bytes.
+values in straight-line code; each image is a msgspec struct of the table, its fields the columns
+in encoding/json's sorted key order (a dict for orjson where a column name needs an escape, which
+msgspec refuses in a field name), written in one call, with Go's HTML and U+2028/9 escapes fixed
+up after; the envelope is a %-template of the table (members in Go's field order). A value of
+another type goes through the reference per-value functions (its exact JSON text as a
+``msgspec.Raw`` or ``orjson.Fragment``). Anything else — a missing or extra column, invalid UTF-8
+in a text column, a lone surrogate, a commit ts that is no uint64, a zero table id — declines (the
+writer returns None or raises one of ``WRITER_DECLINES``) and the encoder writes the row the
+reference way, which also raises its EncodeErrors. A conformance test checks both give the same
+bytes.
 """
 
 from __future__ import annotations
 
 import binascii
+import re
 from collections.abc import Callable
 from typing import Any, Final
 
+import msgspec
 import orjson
 
 from pyticdc.codec._fastpath import DECLINES, compile_function, literal
@@ -34,59 +38,110 @@ __all__ = ["WRITER_DECLINES", "JsonRowWriter", "json_row_writer"]
 #: (row, buildTs, location name) → the message bytes, or None where the reference path must write it.
 JsonRowWriter = Callable[[RowChange, int, str], "bytes | None"]
 
-#: What a writer may raise to decline a row: the fast-path declines, orjson's refusal of a lone
-#: surrogate (a TypeError subclass) and the reference functions' EncodeError (the reference path
-#: raises it again, with its own checks first).
+#: What a writer may raise to decline a row: the fast-path declines (msgspec's refusal of a lone
+#: surrogate is a UnicodeEncodeError, a ValueError), orjson's refusal (a TypeError subclass) and the
+#: reference functions' EncodeError (the reference path raises it again, with its own checks first).
 WRITER_DECLINES: Final = (*DECLINES, orjson.JSONEncodeError, EncodeError)
 
+# A float's text per value, shared by all writers: a row's float usually comes again in its next
+# images (an UPDATE's pre- and post-image, the DELETE after), and formatting costs more than a lookup.
+# Only finite non-zero floats are keys; cleared when full.
+_FLOAT_TEXTS_MAX: Final = 4096
+_F32_TEXTS: Final[dict[float, str]] = {}
+_F64_TEXTS: Final[dict[float, str]] = {}
 
-def _general(spec: V.ColumnPlan, value: object, location: str) -> orjson.Fragment:
+# msgspec writes strings as orjson does (the short escapes \b \f \n \r \t, \u00XX in lower-case hex
+# for the other controls, everything else raw) and bytes as padded standard base64, which is
+# encoding/json's []byte. Its struct fields cost less to fill than a dict display of the same keys.
+_encode: Final = msgspec.json.Encoder().encode
+#: What msgspec refuses in a renamed field: the characters a JSON string escapes.
+_NEEDS_ESCAPE: Final = re.compile(r'[\x00-\x1f"\\]')
+
+
+def _general_text(spec: V.ColumnPlan, value: object, location: str) -> str:
     """A value of an unusual type as the reference writes it (``json_value`` of ``normalize``)."""
-    text = V.json_value(V.normalize(value, spec.column, spec.kind, spec.bounds), spec.kind, spec.binary,
+    return V.json_value(V.normalize(value, spec.column, spec.kind, spec.bounds), spec.kind, spec.binary,
                         go_json_quote(location))
-    return orjson.Fragment(text)
 
 
-def _expression(index: int, spec: V.ColumnPlan) -> str:
-    """An expression of ``v`` (a non-null value of column ``spec``) giving its wire value for orjson."""
+def _general_raw(spec: V.ColumnPlan, value: object, location: str) -> msgspec.Raw:
+    """``_general_text`` for msgspec (a lone surrogate: UnicodeEncodeError, a decline)."""
+    return msgspec.Raw(_general_text(spec, value, location).encode("utf-8"))
+
+
+def _general_fragment(spec: V.ColumnPlan, value: object, location: str) -> orjson.Fragment:
+    """``_general_text`` for orjson."""
+    return orjson.Fragment(_general_text(spec, value, location))
+
+
+def _expression(index: int, spec: V.ColumnPlan, v: str = "v", base64: bool = True) -> str:
+    """An expression of ``v`` (a non-null value of column ``spec``) giving its wire value for the image's
+    writer (``base64``: msgspec, which writes bytes as base64; else orjson)."""
     kind = spec.kind
-    other = f"general(cols[{index}], v, loc)"
+    other = f"general(cols[{index}], {v}, loc)"
     if kind == V.KIND_INT:
         low, high = spec.bounds
-        return f"str(v) if type(v) is int and {low} <= v <= {high} else {other}"
+        return f"str({v}) if type({v}) is int and {low} <= {v} <= {high} else {other}"
     if kind == V.KIND_UINT:
-        return f"str(v) if type(v) is int and 0 <= v <= {MASK64} else {other}"
+        return f"str({v}) if type({v}) is int and 0 <= {v} <= {MASK64} else {other}"
     if kind == V.KIND_FLOAT:
-        return f"f32(v) if type(v) is float and v - v == 0 else {other}"
+        return f"(F32.get({v}) or f32({v})) if type({v}) is float and {v} - {v} == 0 else {other}"
     if kind == V.KIND_DOUBLE:
-        return f"f64(v) if type(v) is float and v - v == 0 else {other}"
+        return f"(F64.get({v}) or f64({v})) if type({v}) is float and {v} - {v} == 0 else {other}"
     if kind == V.KIND_TIMESTAMP:
         # map[string]string: encoding/json sorts the keys ("location" < "value").
-        return f"{{'location': loc, 'value': v}} if type(v) is str else {other}"
+        return f"{{'location': loc, 'value': {v}}} if type({v}) is str else {other}"
     if kind == V.KIND_BYTES and spec.binary:
-        return f"b64(v, newline=False).decode('ascii') if type(v) is bytes else {other}"
+        if base64:
+            return f"{v} if type({v}) is bytes else {other}"
+        return f"b64({v}, newline=False).decode('ascii') if type({v}) is bytes else {other}"
     if kind == V.KIND_BYTES:
         # Invalid UTF-8 declines: encoding/json writes each such byte as the escape \ufffd.
-        return f"v.decode() if type(v) is bytes else {other}"
-    return f"v if type(v) is str else {other}"
+        return f"{v}.decode() if type({v}) is bytes else {other}"
+    return f"{v} if type({v}) is str else {other}"
 
 
-def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, envelope: str, version: str) -> str:
+def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, table: TableInfo) -> str:
+    """The writer's source; ``struct``: the images are IMAGE structs, else orjson's text of dicts."""
     count = len(specs)
-    # encoding/json sorts map keys by their UTF-8 bytes.
+    # The envelope's arguments before the type, and the version after the build ts (_envelopes' fields).
+    head = "1" + (", DATABASE" if table.schema else "") + (", TABLE" if table.table else "") + ", table_id"
+    version = ", SCHEMA_VERSION" if table.schema_version else ""
+    # encoding/json sorts map keys by their UTF-8 bytes (IMAGE's fields are in that order).
     ordered = sorted(range(count), key=lambda i: specs[i].name.encode("utf-8"))
 
+    def written(values: list[str]) -> str:
+        if struct:
+            return f"IMAGE({', '.join(values)})"
+        members = ", ".join(f"{literal(specs[i].name)}: {value}" for i, value in zip(ordered, values))
+        return f"Raw(dumps({{{members}}}))"
+
     def image(name: str) -> str:
-        return "{" + ", ".join(
-            f"{literal(specs[i].name)}: None if (v := {name}[{literal(specs[i].name)}]) is None "
-            f"else ({_expression(i, specs[i])})" for i in ordered) + "}"
+        return written([f"None if (v := {name}[{literal(specs[i].name)}]) is None else "
+                        f"({_expression(i, specs[i], base64=struct)})" for i in ordered])
 
-    def document(kind: str, images: str) -> str:
-        # The whole message in Go's field order, one orjson call (its ints are Go's %d for these types).
-        return (f"fixups(dumps({{{envelope}'tableID': table_id, 'type': {literal(kind)}, 'commitTs': commit_ts, "
-                f"'buildTs': build_ts{version}, {images}}}))")
+    def document(kind: str, images: list[str]) -> str:
+        # One msgspec call writes the message (the table's envelope struct, members in Go's field
+        # order), then Go's escapes only where one of < > & or a U+2028/9 lead byte is in it (a memchr
+        # each, cheaper than the call that would find none). msgspec's bytes are of their own size:
+        # orjson's, a larger block shrunk in place, would fragment the heap when a batch's messages
+        # are kept (every batch then page-faults anew).
+        message = (f"encode(ENVELOPE_{kind}({head}, {literal(kind)}, commit_ts, build_ts{version}, "
+                   f"{', '.join(images)}))")
+        return f"(fixups(t) if 60 in (t := {message}) or 62 in t or 38 in t or 226 in t else t)"
 
-    data_member = repr("data") + ": " + image("new")
+    # An UPDATE's images mostly share their values (the post-image is usually built from the pre-image):
+    # an old value that is the very object of the new one takes the wire value already made for it.
+    update = []
+    for i in ordered:
+        name = literal(specs[i].name)
+        update.append(f"        n{i} = None if (v{i} := new[{name}]) is None else "
+                      f"({_expression(i, specs[i], f'v{i}', struct)})")
+    for i in ordered:
+        name = literal(specs[i].name)
+        update.append(f"        o{i} = None if (w := old[{name}]) is None else (n{i} if w is v{i} else "
+                      f"({_expression(i, specs[i], 'w', struct)}))")
+    update_images = [written([f"{var}{i}" for i in ordered]) for var in ("n", "o")]
     return "\n".join([
         "def write(row, build_ts, loc):",
         "    commit_ts = row.commit_ts",
@@ -99,18 +154,65 @@ def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, envelope: str, 
         "    if op is INSERT:",
         "        new = row.columns",
         f"        if new is None or len(new) != {count}: return None",
-        f"        return {document('INSERT', data_member)}",
+        f"        return {document('INSERT', [image('new')])}",
         "    if op is UPDATE:",
         "        new = row.columns",
         "        old = row.pre_columns",
         f"        if new is None or old is None or len(new) != {count} or len(old) != {count}: return None",
-        f"        return {document('UPDATE', f'{data_member}, ' + repr('old') + ': ' + image('old'))}",
+        *update,
+        f"        return {document('UPDATE', update_images)}",
         "    if op is DELETE:",
         "        old = row.pre_columns",
         f"        if {delete_handle_only} or old is None or len(old) != {count}: return None",
-        f"        return {document('DELETE', repr('old') + ': ' + image('old'))}",
+        f"        return {document('DELETE', [image('old')])}",
         "    return None",
     ]) + "\n"
+
+
+def _f32_text(value: float) -> str:
+    """``format_float32_f(value)``, remembered for the next image holding the same float."""
+    text = format_float32_f(value)
+    _remember(_F32_TEXTS, value, text)
+    return text
+
+
+def _f64_text(value: float) -> str:
+    """``format_float64_f(value)``, remembered for the next image holding the same float."""
+    text = format_float64_f(value)
+    _remember(_F64_TEXTS, value, text)
+    return text
+
+
+def _remember(texts: dict[float, str], value: float, text: str) -> None:
+    # 0.0 and -0.0 are one key with two texts: zeros are never remembered (their lookup misses).
+    if value:
+        if len(texts) >= _FLOAT_TEXTS_MAX:
+            texts.clear()
+        texts[value] = text
+
+
+def _envelopes(table: TableInfo) -> dict[str, type[msgspec.Struct]]:
+    """Per row type, the message as msgspec writes it: Go's fields in Go's order, then the images."""
+    # encoding/json's omitempty leaves out an empty name and a zero version.
+    fields: list[tuple[str, Any]] = [("version", int)]
+    fields += [("database", str)] if table.schema else []
+    fields += [("table", str)] if table.table else []
+    fields += [("tableID", int), ("type", str), ("commitTs", int), ("buildTs", int)]
+    fields += [("schemaVersion", int)] if table.schema_version else []
+    images = {"INSERT": ["data"], "UPDATE": ["data", "old"], "DELETE": ["old"]}
+    return {kind: msgspec.defstruct(f"SimpleJson{kind.title()}", fields + [(name, Any) for name in members],
+                                    gc=False)
+            for kind, members in images.items()}
+
+
+def _image_struct(specs: list[V.ColumnPlan]) -> type[msgspec.Struct] | None:
+    """The image of the table as msgspec writes it: one field per column, in encoding/json's key order;
+    None where a column name needs an escape (msgspec refuses to rename a field so)."""
+    ordered = sorted(specs, key=lambda spec: spec.name.encode("utf-8"))
+    if any(_NEEDS_ESCAPE.search(spec.name) for spec in ordered):
+        return None
+    return msgspec.defstruct("SimpleJsonImage", [(f"c{i}", Any) for i in range(len(ordered))],
+                             rename={f"c{i}": spec.name for i, spec in enumerate(ordered)}, gc=False)
 
 
 def _build(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter | None:
@@ -118,19 +220,21 @@ def _build(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter | None:
     names = [spec.name for spec in specs]
     if not specs or len(set(names)) != len(names) or not 0 <= table.schema_version <= MASK64:
         return None
-    # encoding/json's omitempty: an empty name or a zero version is left out.
-    envelope = "'version': 1, " + ("'database': DATABASE, " if table.schema else "") + (
-        "'table': TABLE, " if table.table else "")
-    version = ", 'schemaVersion': SCHEMA_VERSION" if table.schema_version else ""
+    "".join(names).encode("utf-8")  # a lone surrogate in a column name: no writer (UnicodeError)
     (table.schema + table.table).encode("utf-8")  # a lone surrogate: no writer (UnicodeError)
+    envelopes = _envelopes(table)
+    image = _image_struct(specs)
     namespace: dict[str, Any] = {
-        "DATABASE": table.schema, "TABLE": table.table, "SCHEMA_VERSION": table.schema_version,
-        "TABLE_ID": table.table_id, "cols": tuple(specs),
-        "INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE, "dumps": orjson.dumps,
-        "fixups": orjson_as_go_json, "general": _general, "f32": format_float32_f, "f64": format_float64_f,
-        "b64": binascii.b2a_base64,
+        "ENVELOPE_INSERT": envelopes["INSERT"], "ENVELOPE_UPDATE": envelopes["UPDATE"],
+        "ENVELOPE_DELETE": envelopes["DELETE"], "DATABASE": table.schema, "TABLE": table.table,
+        "SCHEMA_VERSION": table.schema_version, "TABLE_ID": table.table_id, "cols": tuple(specs), "IMAGE": image,
+        "INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE, "encode": _encode, "dumps": orjson.dumps,
+        "Raw": msgspec.Raw, "fixups": orjson_as_go_json, "b64": binascii.b2a_base64,
+        "general": _general_fragment if image is None else _general_raw,
+        "f32": _f32_text, "f64": _f64_text, "F32": _F32_TEXTS, "F64": _F64_TEXTS,
     }
-    writer: JsonRowWriter = compile_function(_source(specs, delete_handle_only, envelope, version), "write", namespace)
+    writer: JsonRowWriter = compile_function(_source(specs, delete_handle_only, image is not None, table), "write",
+                                             namespace)
     return writer
 
 

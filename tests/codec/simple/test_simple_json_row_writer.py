@@ -1,0 +1,181 @@
+"""Simple-JSON's generated row writer equals the reference path on what its shortcuts see.
+
+The writer reuses the wire value of an UPDATE's post-image value for the pre-image when both hold
+the very same object, remembers float texts across rows, and lets msgspec write the images (orjson
+where a column name needs an escape). These are checked here against the encoder with its writer
+switched off: images sharing objects (awkward values included), the same float in many rows, zeros
+of both signs after a remembered float, more floats than are kept, odd column names; and msgspec's
+strings and bytes against orjson's and base64.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyticdc.codec import simple
+from pyticdc.codec.base import Message
+from pyticdc.codec.simple import values, writer_json
+from pyticdc.errors import EncodeError
+from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
+from strategies import awkward_image, row_changes
+
+_AWKWARD = st.sampled_from([
+    b"<a&b>", "\u2028".encode(), b"\xff\xfe", "<&>", "\udc80", 1.5, -0.0, 0.0, 0.1, 1e-7, 1e22, 3.4e38, 1e39,
+    float("nan"), 16777216.0, 123456.7, 2**64 - 1, 2**64, -(2**63) - 1, -1, True, None, b"", "x1",
+    bytearray(b"ab"),
+])
+
+
+class _Reference(simple.Encoder):
+    def _fast_json_message(self, row: RowChange) -> Message | None:
+        return None
+
+
+def _encoded(encoder: simple.Encoder, events: list[Event]) -> list[Message] | str:
+    try:
+        return encoder.encode(events)
+    except EncodeError as exc:
+        return f"EncodeError: {exc}"
+
+
+def _pair(options: dict[str, Any] | None = None) -> tuple[simple.Encoder, simple.Encoder]:
+    options = options or {}
+    return (simple.Encoder(options, clock=lambda: 1_700_000_000_123, auto_bootstrap=False),
+            _Reference(options, clock=lambda: 1_700_000_000_123, auto_bootstrap=False))
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=row_changes(), data=st.data())
+def test_updates_sharing_values_equal_reference(rows: list[RowChange], data: st.DataObject) -> None:
+    # Post-images built from their pre-images (the objects shared), some values awkward in either.
+    events: list[Event] = []
+    for row in rows:
+        pre = awkward_image(row.pre_columns or row.columns, data, _AWKWARD)
+        assert pre is not None
+        post = Row({k: data.draw(_AWKWARD) if data.draw(st.integers(0, 3)) == 0 else v for k, v in pre.items()})
+        events.append(RowChange(op=Op.UPDATE, schema=row.schema, table=row.table, commit_ts=row.commit_ts,
+                                columns=post, pre_columns=pre, table_id=row.table_id,
+                                physical_table_id=row.physical_table_id, row_id=row.row_id,
+                                table_info=row.table_info))
+        # and the DELETE of that row: its pre-image's floats are remembered by now
+        events.append(RowChange(op=Op.DELETE, schema=row.schema, table=row.table, commit_ts=row.commit_ts + 1,
+                                pre_columns=post, table_id=row.table_id, physical_table_id=row.physical_table_id,
+                                row_id=row.row_id, table_info=row.table_info))
+    fast, reference = _pair()
+    assert _encoded(fast, events) == _encoded(reference, events)
+    for event in events:
+        assert _encoded(fast, [event]) == _encoded(reference, [event])
+
+
+_TABLE = TableInfo(
+    schema="s", table="t", table_id=3, pk_is_handle=True,
+    columns=(
+        ColumnInfo(name="id", type_code=3, flags=int(ColumnFlag.PRIMARY_KEY | ColumnFlag.HANDLE_KEY)),
+        ColumnInfo(name="f", type_code=4, flags=int(ColumnFlag.NULLABLE)),
+        ColumnInfo(name="d", type_code=5, flags=int(ColumnFlag.NULLABLE)),
+    ),
+)
+
+
+def _insert(key: int, f: object, d: object) -> RowChange:
+    return RowChange(op=Op.INSERT, schema="s", table="t", commit_ts=1 << 30, columns=Row({"id": key, "f": f, "d": d}),
+                     table_id=3, physical_table_id=3, table_info=_TABLE)
+
+
+@pytest.mark.parametrize("values", [
+    [1.5, -0.0, 0.0, 1.5, -0.0],
+    [0.1, 0.1, 3.4028235e38, 3.4028235e38, 1e39, 1e39],
+    [-524.0707458162173, 0.000123, -524.0707458162173, 1e-7, 1e-7],
+])
+def test_remembered_float_texts_equal_reference(values: list[float]) -> None:
+    # A float already written (a remembered text) and zeros of both signs after it give the reference bytes.
+    events: list[Event] = [_insert(i, v, v) for i, v in enumerate(values)]
+    fast, reference = _pair()
+    assert fast._fast_json_message(_insert(0, values[0], values[0])) is not None
+    assert _encoded(fast, events) == _encoded(reference, events)
+    for event in events:
+        assert _encoded(fast, [event]) == _encoded(reference, [event])
+
+
+@pytest.mark.parametrize(("pre", "post"), [
+    ({"id": 1, "f": 0.0, "d": -0.0}, {"id": 1, "f": -0.0, "d": 0.0}),
+    ({"id": 1, "f": 2, "d": 1}, {"id": True, "f": 2.0, "d": 1.0}),
+])
+def test_equal_values_that_are_other_objects_are_written_afresh(pre: dict[str, object],
+                                                                post: dict[str, object]) -> None:
+    # Only the very same object shares its wire value: equal values of another sign or type do not.
+    event = RowChange(op=Op.UPDATE, schema="s", table="t", commit_ts=1 << 30, columns=Row(post),
+                      pre_columns=Row(pre), table_id=3, physical_table_id=3, table_info=_TABLE)
+    fast, reference = _pair()
+    assert fast._fast_json_message(event) is not None
+    assert _encoded(fast, [event]) == _encoded(reference, [event])
+
+
+def test_float_texts_are_bounded() -> None:
+    # More distinct floats than are kept: the memory is cleared, later rows still equal the reference.
+    count = writer_json._FLOAT_TEXTS_MAX + 10
+    events: list[Event] = [_insert(i, 1.0 + i / 1024, 2.0 + i / 7) for i in range(count)]
+    fast, reference = _pair()
+    assert fast.encode(events) == reference.encode(events)
+    assert len(writer_json._F32_TEXTS) <= writer_json._FLOAT_TEXTS_MAX
+    assert len(writer_json._F64_TEXTS) <= writer_json._FLOAT_TEXTS_MAX
+    assert 0.0 not in writer_json._F32_TEXTS and 0.0 not in writer_json._F64_TEXTS
+
+
+# Strings of what JSON writers escape differently: controls, quote, backslash, HTML characters,
+# U+2028/2029, DEL, non-ASCII and plain letters.
+_TEXT_PIECES = [chr(c) for c in range(0x20)] + ['"', "\\", "\\b", "b", "<", ">", "&", "\u2028", "\u2029", "\x7f",
+                                                 "\x85", "é", "订单", "\U0001f600", "\ufeff", "plain", "u003c"]
+
+
+@settings(max_examples=1000)
+@given(texts=st.lists(st.one_of(st.text(), st.lists(st.sampled_from(_TEXT_PIECES)).map("".join)), max_size=4),
+       data=st.binary(max_size=40))
+def test_msgspec_writes_strings_as_orjson_and_bytes_as_base64(texts: list[str], data: bytes) -> None:
+    # The struct images rest on this: msgspec's string escapes are orjson's (which the fixups turn
+    # into Go's), its bytes are encoding/json's padded standard base64, and a lone surrogate is refused.
+    for text in texts:
+        try:
+            expected = orjson.dumps(text)
+        except orjson.JSONEncodeError:
+            with pytest.raises(UnicodeEncodeError):
+                writer_json._encode(text)
+            continue
+        assert writer_json._encode(text) == expected
+    assert writer_json._encode(data) == orjson.dumps(base64.b64encode(data).decode("ascii"))
+
+
+def _odd_table(name: str) -> TableInfo:
+    return TableInfo(schema="s", table="t", table_id=3, pk_is_handle=True, columns=(
+        ColumnInfo(name="id", type_code=3, flags=int(ColumnFlag.PRIMARY_KEY | ColumnFlag.HANDLE_KEY)),
+        ColumnInfo(name=name, type_code=15, flen=16, charset="binary", flags=int(ColumnFlag.BINARY)),
+        ColumnInfo(name="t", type_code=15, flen=16, charset="utf8mb4", collation="utf8mb4_bin"),
+    ))
+
+
+@pytest.mark.parametrize(("name", "struct"), [
+    ("plain", True), ("<&>\u2028名前", True), ("100%s", True), ('a"b', False), ("back\\slash", False),
+    ("tab\there", False), ("\x08", False),
+])
+def test_images_are_structs_unless_a_name_needs_an_escape(name: str, struct: bool) -> None:
+    # msgspec refuses such a field name: those tables' images are dicts for orjson, with the same bytes.
+    table = _odd_table(name)
+    assert (writer_json._image_struct([p for p in values.table_plan(table)[0]]) is not None) is struct
+    post = Row({"id": 1, name: b"\x00\xff<", "t": "x<\u2028".encode()})
+    pre = Row({"id": 1, name: bytearray(b"ab"), "t": b"\xff"})
+    insert = RowChange(op=Op.INSERT, schema="s", table="t", commit_ts=1 << 40, columns=post, table_info=table)
+    events: list[Event] = [
+        insert,
+        RowChange(op=Op.UPDATE, schema="s", table="t", commit_ts=1 << 41, columns=post, pre_columns=pre,
+                  table_info=table),
+        RowChange(op=Op.DELETE, schema="s", table="t", commit_ts=1 << 42, pre_columns=post, table_info=table),
+    ]
+    fast, reference = _pair()
+    assert fast._fast_json_message(insert) is not None
+    assert _encoded(fast, events) == _encoded(reference, events)
