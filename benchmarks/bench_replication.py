@@ -1,6 +1,7 @@
 """Replication throughput: canal-json capture files → Delta replica tables, against a hand-rolled Spark pipeline.
 
-    .venv/bin/python benchmarks/bench_replication.py [--rows 100000,1000000] [--tables 10]
+    .venv/bin/python benchmarks/bench_replication.py [--rows 100000,1000000] [--tables 10] [--engine distributed]
+    .venv/bin/python benchmarks/bench_replication.py --scaling --rows 1000000    # local[1] vs local[2], ratio, RSS
 
 For each size a seeded OLTP workload (``--tables`` tables of 7 columns: BIGINT key, INT, VARCHAR, DECIMAL,
 DATETIME(6), TINYINT, TEXT; 55% inserts, 35% updates, 10% deletes in transactions of 1-5 rows; a resolved
@@ -212,7 +213,7 @@ def generate(path: Path, rows: int, tables: int) -> tuple[int, dict[tuple[str, s
 
 
 def run_pyticdc(spark: Any, capture: Path, warehouse: Path, batch_records: int,
-                engine: str = "driver") -> tuple[float, int]:
+                engine: str = "distributed") -> tuple[float, int]:
     """Replicate the capture; (seconds, batches)."""
     from pyticdc.spark.replication import ReplicationSource, SparkReplication
 
@@ -319,11 +320,12 @@ def _worker(args: argparse.Namespace) -> int:
                                                           "spark.sql.shuffle.partitions": "4"})
     spark.sparkContext.setLogLevel("ERROR")
     size = int(args.rows)
-    capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"
-    row_changes, truth, infos = generate(capture, size, args.tables)
+    capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"  # written by scaling() before the workers
     warehouse = args.data_dir / f"warehouse-{args.master.replace('[', '-').rstrip(']')}"
     seconds, batches = run_pyticdc(spark, capture, warehouse, args.batch_records, engine="distributed")
+    # The driver's peak before the benchmark loads the workload's truth (its final rows: hundreds of MB at 1M).
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row_changes, truth, infos = generate(capture, size, args.tables)
     check = "skipped" if args.no_verify else verify(warehouse, truth, infos)
     baseline = None if args.no_baseline else run_merge_baseline(spark, capture, args.data_dir / "baseline-merge")
     print(json.dumps({"seconds": seconds, "batches": batches, "rss_mb": rss_mb, "rows": row_changes,
@@ -388,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="where capture files are cached and tables written (default $TMPDIR/pyticdc-bench)")
     parser.add_argument("--batch-records", type=int, default=200_000,
                         help="records per replication batch (default 200000)")
+    parser.add_argument("--engine", default="distributed", choices=("distributed", "delta-spark", "driver"),
+                        help="apply engine of the table mode (default distributed; --scaling always distributed)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the hand-rolled pipeline")
     parser.add_argument("--no-verify", action="store_true", help="skip comparing the replica with the truth")
     parser.add_argument("--scaling", action="store_true",
@@ -412,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {size:,} row changes, {args.tables} tables", file=sys.stderr)
         capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"
         row_changes, truth, infos = generate(capture, size, args.tables)
-        seconds, batches = run_pyticdc(spark, capture, args.data_dir / "warehouse", args.batch_records)
+        seconds, batches = run_pyticdc(spark, capture, args.data_dir / "warehouse", args.batch_records,
+                                       engine=args.engine)
         check = "skipped" if args.no_verify else verify(args.data_dir / "warehouse", truth, infos)
         baseline = None if args.no_baseline else run_baseline(spark, capture, args.data_dir / "baseline")
         results.append((size, row_changes, seconds, batches, baseline, check))

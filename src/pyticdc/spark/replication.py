@@ -535,17 +535,23 @@ class SparkReplication:
             self._partitions = _counts(ends)
             if not groups:  # lines that are no record (partition -1) still go to the quarantine
                 raise ConfigError(f"no records to replicate in {self.source.describe()}")
-        share = max(1, self.batch_records // max(1, len(ends)))
+        from pyticdc.io.kafka import cap_offsets
+
         first = True
         while True:
             start = self.replicator().next_offsets()
-            todo = {tp: (start.get(tp, 0), last) for tp, last in ends.items() if start.get(tp, 0) <= last}
+            begins = {tp: start.get(tp, 0) for tp in ends}
+            todo = {tp: begin for tp, begin in begins.items() if begin <= ends[tp]}
             if not todo and not first:
                 return
+            # The budget is shared in proportion to each partition's backlog (as for Kafka), so a batch ends at
+            # about the same commit ts in every partition: equal shares would run the partitions carrying more
+            # rows per ts behind, and hold the others' rows above the watermark for the next batch.
+            stops = cap_offsets(begins, {tp: last + 1 for tp, last in ends.items()}, self.batch_records)
             condition = F.col("partition") < 0 if first else F.lit(False)
-            for (topic, partition), (begin, _last) in todo.items():
+            for (topic, partition), begin in todo.items():
                 condition = condition | ((F.col("topic") == topic) & (F.col("partition") == partition)
-                                         & (F.col("offset") >= begin) & (F.col("offset") < begin + share))
+                                         & (F.col("offset") >= begin) & (F.col("offset") < stops[(topic, partition)]))
             first = False
             yield self._process(df.where(condition))
             if not todo:
