@@ -235,21 +235,23 @@ def resolve_held(batches: Iterator[pa.RecordBatch], versions: Sequence[tuple[int
 
 
 class _Out:
-    """Column lists of the output batch."""
+    """Rows of the output batch (dicts: a missing field is null)."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list[Any]] = {name: [] for name in _NAMES}
-        self.size = 0
+        self.rows: list[Mapping[str, Any]] = []
+
+    @property
+    def size(self) -> int:
+        """Rows collected so far."""
+        return len(self.rows)
 
     def add(self, values: Mapping[str, Any]) -> None:
-        for name, column in self.columns.items():
-            column.append(values.get(name))
-        self.size += 1
+        self.rows.append(values)
 
     def batch(self) -> pa.RecordBatch:
-        batch = pa.RecordBatch.from_pydict(self.columns, schema=DECODED_SCHEMA)
-        self.columns = {name: [] for name in _NAMES}
-        self.size = 0
+        # from_pylist builds the columns in C++: several times cheaper than appending to 24 lists per row.
+        batch = pa.RecordBatch.from_pylist(self.rows, schema=DECODED_SCHEMA)
+        self.rows = []
         return batch
 
 
