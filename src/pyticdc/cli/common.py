@@ -37,7 +37,7 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
@@ -55,12 +55,14 @@ __all__ = [
     "FAILURE",
     "FILE_PARTITION",
     "REPORTED",
+    "SCHEMA_EVOLUTIONS",
     "STDIN",
     "USAGE",
     "Input",
     "ProgressBar",
     "add_codec_arguments",
     "add_input_arguments",
+    "add_modelling_flags",
     "add_output_arguments",
     "add_progress_argument",
     "add_raw_arguments",
@@ -74,6 +76,7 @@ __all__ = [
     "is_stdin",
     "kafka_config",
     "load_rules",
+    "modelling_from_args",
     "open_input",
     "parse_assignments",
     "progress_bar",
@@ -549,6 +552,87 @@ def resolve_codec(
     said = "".join(f" -o {k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in detected.items())
     print(f"detected protocol {protocol}" + (f" ({said.strip()})" if said else ""), file=sys.stderr)
     return protocol, {**detected, **options}, itertools.chain(head, iterator)
+
+
+# --------------------------------------------------------------------------- replica tables
+#: ``--schema-evolution`` modes, as ``Modelling.schema_evolution`` takes them.
+SCHEMA_EVOLUTIONS: Final = ("follow", "add-only", "fail", "rescue")
+_MODELLING_HELP: Final = {
+    "--metadata-columns": "comma-separated metadata columns to add to every replica table: _op (last change), "
+                          "_ingested_at, _source_topic, _source_partition, _source_offset (the record the last "
+                          "change was read from; driver engine) (default none); _commit_ts and _commit_time are "
+                          "always there (naming them is allowed)",
+    "--soft-delete": "keep deleted rows with _is_deleted = true (a re-insert brings them back); default: delete them",
+    "--table-key": "find rows of tables matching the TiDB table-filter PATTERN by these columns, for tables whose "
+                   "messages name no usable key (e.g. shop.orders=order_no,line), repeatable (default: the key the "
+                   "messages name, else _tidb_rowid, else a digest of the row)",
+    "--on-truncate": "an upstream TRUNCATE TABLE empties the replica table (apply, default) or is ignored",
+    "--history": "keep every version of every row of tables matching this TiDB table filter in a history table "
+                 "(SCD type 2) next to the replica, repeatable or comma-separated (driver engine; default none)",
+    "--history-columns": "with --history: open a new version only when one of these columns changes (other changes "
+                         "update the current version), e.g. 'shop.orders=status', repeatable (default: every change "
+                         "opens one)",
+    "--history-table-name": "name of a history table, {table} being its replica table's name (after --table-name; "
+                            "default {table}__history)",
+    "--columns": "replicate only these (upstream) columns of tables matching the TiDB table-filter PATTERN, e.g. "
+                 "'shop.orders=id,amount', repeatable, first match wins (default: every column)",
+    "--exclude-columns": "leave these columns out of tables matching PATTERN, e.g. 'shop.*=secret', repeatable, first "
+                         "match wins (handle and --table-key columns cannot be left out)",
+    "--rename-column": "name the replica column of upstream column COL of tables matching PATTERN NEW, e.g. "
+                       "'shop.orders.amt=amount' (kept across upstream renames), repeatable",
+    "--table-name": "replica table name of upstream tables matching PATTERN, {schema} and {table} standing for the "
+                    "upstream names, e.g. 'shop.*=bronze.shop_{table}', repeatable, first match wins",
+    "--schema-evolution": "what column DDL does to replica tables: follow (default), add-only (drops and renames keep "
+                          "the old column), fail (stop before it, exit 1), rescue (values the table cannot hold go to "
+                          "a _rescued_data JSON column)",
+}
+
+
+def add_modelling_flags(parser: argparse.ArgumentParser, *, description: str | None = None, on_truncate: bool = True,
+                        evolutions: Sequence[str] = SCHEMA_EVOLUTIONS, helps: Mapping[str, str] | None = None) -> None:
+    """The "replica tables" group: how upstream tables become replica tables (read by :func:`modelling_from_args`).
+
+    ``on_truncate`` adds ``--on-truncate``; ``evolutions`` are the ``--schema-evolution`` modes offered; ``helps``
+    replaces help texts by flag, for a command that checks replicas rather than writing them (selftest).
+    """
+    texts = {**_MODELLING_HELP, **(helps or {})}
+    if set(texts) != set(_MODELLING_HELP):
+        raise ValueError(f"help for unknown flag(s) {', '.join(sorted(set(texts) - set(_MODELLING_HELP)))}")
+    group = parser.add_argument_group("replica tables", description)
+    group.add_argument("--metadata-columns", metavar="NAMES", help=texts["--metadata-columns"])
+    group.add_argument("--soft-delete", action="store_true", help=texts["--soft-delete"])
+    group.add_argument("--table-key", dest="keys", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help=texts["--table-key"])
+    if on_truncate:
+        group.add_argument("--on-truncate", choices=("apply", "ignore"), default="apply", help=texts["--on-truncate"])
+    group.add_argument("--history", action="append", default=[], metavar="PATTERN", help=texts["--history"])
+    group.add_argument("--history-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help=texts["--history-columns"])
+    group.add_argument("--history-table-name", metavar="TEMPLATE", help=texts["--history-table-name"])
+    group.add_argument("--columns", dest="include_columns", action="append", default=[],
+                       metavar="PATTERN=COL[,COL...]", help=texts["--columns"])
+    group.add_argument("--exclude-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
+                       help=texts["--exclude-columns"])
+    group.add_argument("--rename-column", action="append", default=[], metavar="PATTERN.COL=NEW",
+                       help=texts["--rename-column"])
+    group.add_argument("--table-name", action="append", default=[], metavar="PATTERN=SCHEMA.TABLE",
+                       help=texts["--table-name"])
+    group.add_argument("--schema-evolution", choices=tuple(evolutions), default="follow",
+                       help=texts["--schema-evolution"])
+
+
+def modelling_from_args(args: argparse.Namespace) -> Any:
+    """The Modelling the "replica tables" flags describe (ConfigError for a bad one; ``apply`` without
+    ``--on-truncate``)."""
+    from pyticdc.replica.mapping import NameMapping
+    from pyticdc.replica.modelling import Modelling
+
+    mapping = NameMapping.parse(columns=args.include_columns, exclude_columns=args.exclude_columns,
+                                rename_columns=args.rename_column, table_names=args.table_name)
+    return Modelling.parse(metadata_columns=args.metadata_columns, soft_delete=args.soft_delete, keys=args.keys,
+                           on_truncate=getattr(args, "on_truncate", "apply"), history=args.history,
+                           history_columns=args.history_columns, history_table_name=args.history_table_name,
+                           mapping=mapping, schema_evolution=args.schema_evolution)
 
 
 # --------------------------------------------------------------------------- output

@@ -32,9 +32,11 @@ from pyticdc.cli.common import (
     FAILURE,
     REPORTED,
     USAGE,
+    add_modelling_flags,
     add_progress_argument,
     add_raw_arguments,
     is_stdin,
+    modelling_from_args,
     parse_assignments,
     raw_input,
     report,
@@ -79,49 +81,7 @@ def add_parser(subparsers: Any) -> None:
                              "repeatable (default: every table)")
     parser.add_argument("--time-zone", metavar="ZONE",
                         help="time zone TiCDC printed TIMESTAMP values in (default: the time-zone option, else UTC)")
-    model = parser.add_argument_group("replica tables")
-    model.add_argument("--metadata-columns", metavar="NAMES",
-                       help="comma-separated metadata columns to add to every replica table: _op (last change), "
-                            "_ingested_at, _source_topic, _source_partition, _source_offset (the record the last "
-                            "change was read from; driver engine) (default none); _commit_ts and _commit_time are "
-                            "always there (naming them is allowed)")
-    model.add_argument("--soft-delete", action="store_true",
-                       help="keep deleted rows with _is_deleted = true (a re-insert brings them back); default: "
-                            "delete them")
-    model.add_argument("--table-key", dest="keys", action="append", default=[], metavar="PATTERN=COL[,COL...]",
-                       help="find rows of tables matching the TiDB table-filter PATTERN by these columns, for "
-                            "tables whose messages name no usable key (e.g. shop.orders=order_no,line), repeatable "
-                            "(default: the key the messages name, else _tidb_rowid, else a digest of the row)")
-    model.add_argument("--on-truncate", choices=("apply", "ignore"), default="apply",
-                       help="an upstream TRUNCATE TABLE empties the replica table (apply, default) or is ignored")
-    model.add_argument("--history", action="append", default=[], metavar="PATTERN",
-                       help="keep every version of every row of tables matching this TiDB table filter in a history "
-                            "table (SCD type 2) next to the replica, repeatable or comma-separated (driver engine; "
-                            "default none)")
-    model.add_argument("--history-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
-                       help="with --history: open a new version only when one of these columns changes (other "
-                            "changes update the current version), e.g. 'shop.orders=status', repeatable (default: "
-                            "every change opens one)")
-    model.add_argument("--history-table-name", metavar="TEMPLATE",
-                       help="name of a history table, {table} being its replica table's name (after "
-                            "--table-name; default {table}__history)")
-    model.add_argument("--columns", dest="include_columns", action="append", default=[],
-                       metavar="PATTERN=COL[,COL...]",
-                       help="replicate only these (upstream) columns of tables matching the TiDB table-filter PATTERN, "
-                            "e.g. 'shop.orders=id,amount', repeatable, first match wins (default: every column)")
-    model.add_argument("--exclude-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
-                       help="leave these columns out of tables matching PATTERN, e.g. 'shop.*=secret', repeatable, "
-                            "first match wins (handle and --table-key columns cannot be left out)")
-    model.add_argument("--rename-column", action="append", default=[], metavar="PATTERN.COL=NEW",
-                       help="name the replica column of upstream column COL of tables matching PATTERN NEW, e.g. "
-                            "'shop.orders.amt=amount' (kept across upstream renames), repeatable")
-    model.add_argument("--table-name", action="append", default=[], metavar="PATTERN=SCHEMA.TABLE",
-                       help="replica table name of upstream tables matching PATTERN, {schema} and {table} standing "
-                            "for the upstream names, e.g. 'shop.*=bronze.shop_{table}', repeatable, first match wins")
-    model.add_argument("--schema-evolution", choices=("follow", "add-only", "fail", "rescue"), default="follow",
-                       help="what column DDL does to replica tables: follow (default), add-only (drops and renames "
-                            "keep the old column), fail (stop before it, exit 1), rescue (values the table cannot "
-                            "hold go to a _rescued_data JSON column)")
+    add_modelling_flags(parser)
     upkeep = parser.add_argument_group("table layout and upkeep")
     upkeep.add_argument("--partition-by", action="append", default=[], metavar="PATTERN=COL[,COL...]",
                         help="partition new replica tables matching the TiDB table-filter PATTERN by these columns "
@@ -354,16 +314,6 @@ def format_tables(warehouse: Path, progress: Any) -> str:
 
 
 # --------------------------------------------------------------------------- command
-def mapping_from_args(args: argparse.Namespace) -> Any:
-    """The column and table mapping of ``--columns``/``--exclude-columns``/``--rename-column``/``--table-name``."""
-    from pyticdc.replica.mapping import NameMapping
-
-    return NameMapping.parse(columns=getattr(args, "include_columns", None),
-                             exclude_columns=getattr(args, "exclude_columns", None),
-                             rename_columns=getattr(args, "rename_column", None),
-                             table_names=getattr(args, "table_name", None))
-
-
 def spool_inputs(args: argparse.Namespace, directory: Path) -> None:
     """Raw message files (``--value``/``--lines``) and a capture on standard input (``--from -``) written to a
     capture file in ``directory`` that ``--from`` then names: Spark reads files, not pipes.
@@ -401,7 +351,6 @@ def run_replicate(args: argparse.Namespace) -> int:
 
 
 def _replicate(args: argparse.Namespace, spooled: Path) -> int:
-    from pyticdc.replica.modelling import Modelling
     from pyticdc.replica.pipeline import Replicator
 
     try:
@@ -423,11 +372,7 @@ def _replicate(args: argparse.Namespace, spooled: Path) -> int:
         # Everything the pipeline would refuse (codec options, time zone, table filter, a warehouse of another
         # protocol, an object store that cannot be reached) is refused now, before Spark starts or anything
         # is written.
-        modelling = Modelling.parse(metadata_columns=args.metadata_columns, soft_delete=args.soft_delete,
-                                    keys=args.keys, on_truncate=args.on_truncate, history=args.history,
-                                    history_columns=args.history_columns,
-                                    history_table_name=args.history_table_name, mapping=mapping_from_args(args),
-                                    schema_evolution=args.schema_evolution)
+        modelling = modelling_from_args(args)
         if args.engine in ("distributed", "delta-spark") and modelling.driver_only:
             raise ConfigError(f"--engine {args.engine} does not implement {', '.join(modelling.driver_only)} yet: "
                               "use --engine driver or auto")

@@ -15,7 +15,7 @@ import itertools
 import time
 from typing import Any, Final
 
-from pyticdc.cli.common import FAILURE, USAGE, parse_assignments, report
+from pyticdc.cli.common import FAILURE, USAGE, add_modelling_flags, modelling_from_args, parse_assignments, report
 from pyticdc.codec import PROTOCOLS, canonical_protocol
 from pyticdc.errors import ConfigError, PyticdcError
 
@@ -62,39 +62,35 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--reader", action="append", choices=("pyticdc", "kafka"), metavar="READER",
                         help="with --kafka: what reads the topics, pyticdc (the data source) or kafka (Spark's "
                              "format(\"kafka\"), spark-sql-kafka on the classpath), repeatable (default pyticdc)")
-    model = parser.add_argument_group(
-        "replica tables", "modelled replicas are checked in Delta: --engine python replicates them without Spark "
-        "(pyticdc.replica.selftest) against the truth transformed the same way")
-    model.add_argument("--metadata-columns", metavar="NAMES",
-                       help="metadata columns of the replica tables, as replicate's (_op,_commit_time,_ingested_at; "
-                            "default none)")
-    model.add_argument("--soft-delete", action="store_true",
-                       help="soft deletes: the live rows are compared with the truth, the deleted ones checked "
-                            "(default: rows are deleted)")
-    model.add_argument("--table-key", dest="keys", action="append", default=[], metavar="PATTERN=COL[,COL...]",
-                       help="key override, as replicate's --table-key, e.g. --table-key sim.t_uk=a,b (repeatable; "
-                            "default none)")
-    model.add_argument("--history", action="append", default=[], metavar="PATTERN",
-                       help="history tables, as replicate's --history (e.g. 'sim.*'): each, dropped ones "
-                            "included, is compared with the simulator's version history (repeatable; default none)")
-    model.add_argument("--history-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
-                       help="tracked history columns, as replicate's --history-columns (repeatable; "
-                            "default: every column)")
-    model.add_argument("--history-table-name", metavar="TEMPLATE",
-                       help="history table names, as replicate's --history-table-name (default {table}__history)")
-    model.add_argument("--columns", dest="include_columns", action="append", default=[],
-                       metavar="PATTERN=COL[,COL...]", help="as replicate's --columns (the truth is projected the same "
-                       "way; repeatable; default every column)")
-    model.add_argument("--exclude-columns", action="append", default=[], metavar="PATTERN=COL[,COL...]",
-                       help="as replicate's --exclude-columns, e.g. 'sim.*=c_text' (repeatable; default none)")
-    model.add_argument("--rename-column", action="append", default=[], metavar="PATTERN.COL=NEW",
-                       help="as replicate's --rename-column, e.g. 'sim.t_np.n=amount' (repeatable; default none)")
-    model.add_argument("--table-name", action="append", default=[], metavar="PATTERN=SCHEMA.TABLE",
-                       help="as replicate's --table-name, e.g. 'sim.*=bronze.sim_{table}' (repeatable; default none)")
-    model.add_argument("--schema-evolution", choices=("follow", "add-only", "rescue"), default="follow",
-                       help="follow (default), add-only (the truth with dropped columns kept: their values at the "
-                            "drop, NULL in rows written since) or rescue (a _rescued_data column, NULL where every "
-                            "DDL is understood); fail is checked by the replica tests (it stops at the first DDL)")
+    # No --on-truncate: the truth (pyticdc.sim.oracle) always empties a truncated table. No --schema-evolution
+    # fail: it stops at the first DDL, leaving little to compare (the replica tests check it).
+    add_modelling_flags(parser, description=(
+        "modelled replicas are checked in Delta: --engine python replicates them without Spark "
+        "(pyticdc.replica.selftest) against the truth transformed the same way"),
+        on_truncate=False, evolutions=("follow", "add-only", "rescue"), helps={
+            "--metadata-columns": "metadata columns of the replica tables, as replicate's (_op,_commit_time,"
+                                  "_ingested_at; default none)",
+            "--soft-delete": "soft deletes: the live rows are compared with the truth, the deleted ones checked "
+                             "(default: rows are deleted)",
+            "--table-key": "key override, as replicate's --table-key, e.g. --table-key sim.t_uk=a,b (repeatable; "
+                           "default none)",
+            "--history": "history tables, as replicate's --history (e.g. 'sim.*'): each, dropped ones included, is "
+                         "compared with the simulator's version history (repeatable; default none)",
+            "--history-columns": "tracked history columns, as replicate's --history-columns (repeatable; default: "
+                                 "every column)",
+            "--history-table-name": "history table names, as replicate's --history-table-name (default "
+                                    "{table}__history)",
+            "--columns": "as replicate's --columns (the truth is projected the same way; repeatable; default every "
+                         "column)",
+            "--exclude-columns": "as replicate's --exclude-columns, e.g. 'sim.*=c_text' (repeatable; default none)",
+            "--rename-column": "as replicate's --rename-column, e.g. 'sim.t_np.n=amount' (repeatable; default none)",
+            "--table-name": "as replicate's --table-name, e.g. 'sim.*=bronze.sim_{table}' (repeatable; default "
+                            "none)",
+            "--schema-evolution": "follow (default), add-only (the truth with dropped columns kept: their values at "
+                                  "the drop, NULL in rows written since) or rescue (a _rescued_data column, NULL "
+                                  "where every DDL is understood); fail is checked by the replica tests (it stops "
+                                  "at the first DDL)",
+        })
     parser.set_defaults(run=run_selftest)
 
 
@@ -151,14 +147,7 @@ def run_selftest(args: argparse.Namespace) -> int:
             _options(protocol, args.option)  # malformed options fail before any run
         if args.apply_engine and args.engine != "spark":
             raise ConfigError("--apply-engine needs --engine spark")
-        from pyticdc.cli.replicate_command import mapping_from_args
-        from pyticdc.replica.modelling import Modelling
-
-        args.modelling = Modelling.parse(metadata_columns=args.metadata_columns, soft_delete=args.soft_delete,
-                                         mapping=mapping_from_args(args), schema_evolution=args.schema_evolution,
-                                         keys=args.keys, history=args.history,
-                                         history_columns=args.history_columns,
-                                         history_table_name=args.history_table_name)
+        args.modelling = modelling_from_args(args)
         if {"distributed", "delta-spark"} & set(args.apply_engine or ()) and args.modelling.driver_only:
             raise ConfigError(f"the distributed apply engine does not implement {', '.join(args.modelling.driver_only)}"
                               " yet: use --apply-engine driver")

@@ -88,9 +88,11 @@ __all__ = [
     "HistoryTables",
     "Step",
     "compare_history",
+    "digested",
     "fold_versions",
     "history_path",
     "history_schema",
+    "rowid_of",
     "visible_image",
 ]
 
@@ -246,7 +248,7 @@ class HistoryTables:
         self._call, self._set_aside = call, set_aside
         #: Versions written (opened, closed or updated in place) by this process.
         self.versions_written = 0
-        #: History tables this process moved to their own name (found under another, see ``_here``).
+        #: History tables this process moved to their own name (found under another, see ``locate``).
         self.relocated = 0
         self._rescue = modelling.schema_evolution == "rescue"
         # Rows are typed as the replica types them; with rescue, what they carry beyond the table is kept too.
@@ -261,7 +263,7 @@ class HistoryTables:
         """The identity of a replica table's history table (the replica table's, marked)."""
         return f"{entry.uid}#history"
 
-    def _here(self, entry: TableEntry) -> Location | None:
+    def locate(self, entry: TableEntry) -> Location | None:
         """Where the history table of ``entry`` is: its path, or in ``_pyticdc/dropped`` when its table's DROP
         moved it there (an earlier attempt of the batch); None when there is none yet.
 
@@ -324,7 +326,7 @@ class HistoryTables:
         self.modelling.check_table(entry.info)
         names = names or {}
         info = info if info is not None else entry.info
-        path = self._here(entry)
+        path = self.locate(entry)
         if path is not None and self.store.is_dropped(path):
             return  # an earlier attempt went on to drop the table: its rows are moot
         first = min(row.commit_ts for row in rows)
@@ -333,7 +335,7 @@ class HistoryTables:
         strategy, key_columns = segment_strategy(rows, override)
         rowid = strategy == "rowid"
         if path is None:
-            path = self._create(entry, info, rowid=rowid, digest=strategy == "image",
+            path = self.create(entry, info, rowid=rowid, digest=strategy == "image",
                                 position=rows_position(first) - 1)
         held = self.store.position(path)
         fresh = [row for row in rows if rows_position(row.commit_ts) > held] if skip_by_position else list(rows)
@@ -346,7 +348,7 @@ class HistoryTables:
         wanted = history_schema(info, rowid=rowid, digest=digest, rescue=self._rescue)
         if list(current_schema) != list(wanted):
             # Columns learnt from rows, a widened DECIMAL, a row id, a digest: the same versions in the new layout.
-            self._rewrite(entry, info, path, held, rowid=rowid, digest=digest)
+            self.rewrite(entry, info, path, held, rowid=rowid, digest=digest)
         columns = [c.name for c in info.columns]
         kept = {c.name for c in entry.kept}
         # add-only's kept columns are not expected in images: versions opened after their drop leave them NULL.
@@ -377,7 +379,7 @@ class HistoryTables:
                 put.append((handle(row), row, _sent(action, columns, self._rescue) if id(action) in net.partial
                             else None))
             steps.append((ts, gone, put))
-        current = {handle(row): row for row in self._current(path)}
+        current = {handle(row): row for row in self.current_versions(path)}
         tracked = self.modelling.tracked_columns(*key)
         if tracked is not None:
             # --history-columns names upstream columns: tracked under their replica names.
@@ -387,18 +389,19 @@ class HistoryTables:
                                    "(--columns/--exclude-columns)")
         versions = fold_versions(steps, current, [*columns, *([RESCUED] if self._rescue else []),
                                                   *([ROWID] if rowid else [])], tracked=tracked,
-                                 extra=_rowid_of if strategy == "rowid" else None, by_image=strategy == "image")
+                                 extra=rowid_of if strategy == "rowid" else None, by_image=strategy == "image")
         if not versions:
             return
         source = pa.Table.from_pylist(versions, schema=wanted)
         if digest:
-            source = _digested(source, columns)
+            source = digested(source, columns)
         self._call("before-table-commit", table=key, position=position, kind="history", rows=len(versions))
-        self._merge(path, source, [*identity, VALID_FROM_TS], position)
+        self.merge_versions(path, source, [*identity, VALID_FROM_TS], position)
         self._call("after-table-commit", table=key, position=position, kind="history", rows=len(versions))
         self.versions_written += len(versions)
 
-    def _current(self, path: Location) -> list[dict[str, Any]]:
+    def current_versions(self, path: Location) -> list[dict[str, Any]]:
+        """The current versions of the history table at ``path``, as rows of its schema."""
         # Only the current versions are read: a history grows with every change, its current part does not.
         from deltalake import QueryBuilder
 
@@ -410,8 +413,9 @@ class HistoryTables:
             return []
         return list(data.select(schema.names).cast(schema).to_pylist())
 
-    def _merge(self, path: Location, source: pa.Table, on: list[str], position: int,
-               extra: Mapping[str, str] | None = None) -> None:
+    def merge_versions(self, path: Location, source: pa.Table, on: list[str], position: int,
+                       extra: Mapping[str, str] | None = None) -> None:
+        """MERGE the versions ``source`` into the history table at ``path`` on ``on``, committed at ``position``."""
         table = self.store.open(path)
         # IS NOT DISTINCT FROM: a --table-key column may be NULL, and NULL = NULL is not true.
         predicate = " AND ".join(f"(t.{_quote(n)} IS NOT DISTINCT FROM s.{_quote(n)})" for n in on)
@@ -421,7 +425,8 @@ class HistoryTables:
          .when_matched_update(assignments).when_not_matched_insert(assignments).execute())
         self.store.commits += 1
 
-    def _create(self, entry: TableEntry, info: TableInfo, *, rowid: bool, digest: bool, position: int) -> Location:
+    def create(self, entry: TableEntry, info: TableInfo, *, rowid: bool, digest: bool, position: int) -> Location:
+        """Create the empty history table of ``entry`` in the layout of ``info``, at ``position``; its path."""
         key = (entry.schema, entry.table)
         path = self.path(entry)
         name = self.store.relative(path).replace("/", ".")
@@ -440,10 +445,10 @@ class HistoryTables:
         self._call("after-table-commit", table=key, position=position, kind="history-create", rows=0)
         return path
 
-    def _rewrite(self, entry: TableEntry, info: TableInfo, path: Location, position: int, *, rowid: bool,
-                 digest: bool, defaults: Mapping[str, str | None] | None = None,
-                 renamed: Mapping[str, str] | None = None) -> None:
-        # Every version in the layout of ``info`` (the replica's view; ``renamed`` and ``defaults`` in its names).
+    def rewrite(self, entry: TableEntry, info: TableInfo, path: Location, position: int, *, rowid: bool,
+                digest: bool, defaults: Mapping[str, str | None] | None = None,
+                renamed: Mapping[str, str] | None = None) -> None:
+        """Rewrite every version in the layout of ``info``, the replica's view (``renamed``, ``defaults`` in it)."""
         data = self.store.read(path)
         schema = history_schema(info, rowid=rowid, digest=digest, rescue=self._rescue)
         sources = {new: old for old, new in (renamed or {}).items()}
@@ -477,14 +482,14 @@ class HistoryTables:
         rewritten = pa.Table.from_arrays(arrays, schema=schema)
         if digest:
             # A version's digest is of its content in the current layout, as the deletes that close it are.
-            rewritten = _digested(rewritten, [c.name for c in info.columns])
+            rewritten = digested(rewritten, [c.name for c in info.columns])
         self._call("before-table-commit", table=key, position=position, kind="history-rewrite", rows=data.num_rows)
         self.store.overwrite(path, rewritten, position=position)
         self._call("after-table-commit", table=key, position=position, kind="history-rewrite", rows=data.num_rows)
 
     def maintain(self, entry: TableEntry) -> None:
         """Compact (and with a retention vacuum) the history table of ``entry``, as its replica table is."""
-        path = self._here(entry)
+        path = self.locate(entry)
         table = self.store.open(path) if path is not None and not self.store.is_dropped(path) else None
         if path is not None and table is not None:
             maintain_table(table, self.store.relative(path),
@@ -500,7 +505,7 @@ class HistoryTables:
         ``renamed`` in its names: mapped columns keep their names, ``add-only`` keeps dropped ones.
         """
         info = info if info is not None else entry.info
-        path = self._here(entry)
+        path = self.locate(entry)
         if path is None or self.store.is_dropped(path) or self.store.position(path) >= position:
             return
         current = self.store.schema(path)
@@ -508,11 +513,11 @@ class HistoryTables:
         if list(current) == list(history_schema(info, rowid=rowid, digest=digest, rescue=self._rescue)) \
                 and not renamed:
             return
-        self._rewrite(entry, info, path, position, rowid=rowid, digest=digest, defaults=defaults, renamed=renamed)
+        self.rewrite(entry, info, path, position, rowid=rowid, digest=digest, defaults=defaults, renamed=renamed)
 
     def truncate(self, entry: TableEntry, commit_ts: int, position: int) -> None:
         """An upstream TRUNCATE at ``commit_ts``: every current version is closed there."""
-        path = self._here(entry)
+        path = self.locate(entry)
         if path is not None and not self.store.is_dropped(path):
             self._close_all(entry, path, commit_ts, position)
 
@@ -523,7 +528,7 @@ class HistoryTables:
         if self.store.position(path) >= position:
             return
         data = self.store.schema(path)
-        closed = self._current(path)
+        closed = self.current_versions(path)
         for version in closed:
             _close(version, commit_ts)
         key = (entry.schema, entry.table)
@@ -531,7 +536,8 @@ class HistoryTables:
         extra = {TABLE_INFO_KEY: table_info_json(final)} if final is not None else None
         self._call("before-table-commit", table=key, position=position, kind="history", rows=len(closed))
         if closed:
-            self._merge(path, pa.Table.from_pylist(closed, schema=data), [*identity, VALID_FROM_TS], position, extra)
+            self.merge_versions(path, pa.Table.from_pylist(closed, schema=data), [*identity, VALID_FROM_TS], position,
+                                extra)
         elif final is not None:
             from deltalake import write_deltalake
 
@@ -546,14 +552,14 @@ class HistoryTables:
         """The table was dropped at ``commit_ts``: its current versions are closed there and its history goes to
         ``_pyticdc/dropped`` with it (once, whatever the crashes). ``info``: the replica's view of the table,
         recorded with the DROP (its history's columns)."""
-        path = self._here(entry)
+        path = self.locate(entry)
         if path is not None and not self.store.is_dropped(path):
             self._close_all(entry, path, commit_ts, position, final=info if info is not None else entry.info)
             self._set_aside(path, self.uid(entry))
 
     def rename(self, old: TableEntry, new: TableEntry) -> None:
         """The table was renamed: its history table moves to the new name's (once, whatever the crashes)."""
-        source = self._here(old)
+        source = self.locate(old)
         if source is None or source != self.path(old):
             return  # none, or moved (maybe further) by an earlier attempt of the batch
         target = self.path(new)
@@ -577,14 +583,14 @@ def _identity(key_columns: Sequence[str], names: Sequence[str]) -> list[str]:
     return [ROWID] if ROWID in names else [DIGEST]
 
 
-def _digested(versions: pa.Table, columns: Sequence[str]) -> pa.Table:
-    # The replica's row digest (pyticdc.replica.projection.add_digests) of each version's own columns.
+def digested(versions: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """``versions`` with ``_pyticdc_row_digest`` set: the replica's row digest (``add_digests``) of ``columns``."""
     digests = add_digests(versions.select(list(columns))).column(DIGEST)
     return versions.set_column(versions.schema.get_field_index(DIGEST), DIGEST, digests)
 
 
-def _rowid_of(key: Hashable) -> dict[str, Any]:
-    # The key of a table found by _tidb_rowid is the 1-tuple of it.
+def rowid_of(key: Hashable) -> dict[str, Any]:
+    """The ``_tidb_rowid`` a new version takes from its key (the key of a table found by it is the 1-tuple of it)."""
     return {ROWID: key[0]} if isinstance(key, tuple) else {}
 
 

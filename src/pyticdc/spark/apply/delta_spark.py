@@ -43,7 +43,7 @@ import orjson
 import pyarrow as pa
 
 from pyticdc.replica.store import ACTION, SHAPE, DeltaStore
-from pyticdc.spark.apply.engines import RESULT_SCHEMA, SegmentTask, apply_segment
+from pyticdc.spark.apply.engines import RESULT_SCHEMA, SegmentTask, apply_segment, task_groups
 
 __all__ = ["TXN_APP_ID", "TXN_VERSION", "DeltaSparkEngine", "merge_statement", "stage_groups"]
 
@@ -78,12 +78,7 @@ class _StagingStore(DeltaStore):
 
 def stage_groups(tables: Iterator[pa.Table], tasks: Mapping[str, SegmentTask], folder: str) -> Iterator[pa.Table]:
     """``applyInArrow`` body: the reduced actions of one table → its result row, its MERGE source staged."""
-    for table in tables:
-        if table.num_rows == 0:
-            continue
-        rows = table.to_pylist()
-        key = rows[0]["tkey"]
-        task = tasks[key]
+    for key, rows, task in task_groups(tables, tasks):
         store = _StagingStore(Path(task.path).parent.parent, app_id=task.app_id,
                               storage_options=task.storage_options)
         result = apply_segment(rows, task, store)

@@ -20,7 +20,7 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 import orjson
@@ -48,9 +48,10 @@ from pyticdc.replica.projection import (
 )
 from pyticdc.replica.store import SHAPE, DeltaStore, ddl_position
 
-__all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "apply_groups"]
+__all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "apply_groups", "task_groups"]
 
 _TSO: Final = pa.int64()  # _commit_ts is bigint (pyticdc.replica.projection)
+_Task = TypeVar("_Task")
 #: One row per table segment applied.
 RESULT_SCHEMA: Final = pa.schema([
     ("tkey", pa.string()), ("applied", pa.int64()), ("skipped", pa.int64()), ("actions", pa.int64()),
@@ -230,14 +231,20 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
     return result
 
 
-def apply_groups(tables: Iterator[pa.Table], tasks: Mapping[str, SegmentTask]) -> Iterator[pa.Table]:
-    """``applyInArrow`` body: the reduced actions of one table → its result row."""
+def task_groups(tables: Iterator[pa.Table],
+                tasks: Mapping[str, _Task]) -> Iterator[tuple[str, list[dict[str, Any]], _Task]]:
+    """The groups an ``applyInArrow`` body is given, as (table key, its rows, its task); empty groups skipped."""
     for table in tables:
         if table.num_rows == 0:
             continue
         rows = table.to_pylist()
         key = rows[0]["tkey"]
-        task = tasks[key]
+        yield key, rows, tasks[key]
+
+
+def apply_groups(tables: Iterator[pa.Table], tasks: Mapping[str, SegmentTask]) -> Iterator[pa.Table]:
+    """``applyInArrow`` body: the reduced actions of one table → its result row."""
+    for key, rows, task in task_groups(tables, tasks):
         store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id, storage_options=task.storage_options)
         result = apply_segment(rows, task, store)
         yield pa.Table.from_pylist([{"tkey": key, **result}], schema=RESULT_SCHEMA)
@@ -358,3 +365,11 @@ class SegmentReplica(DeltaReplica):
     def catalog_entry(self, key: TableKey) -> TableEntry | None:
         """The catalog entry of ``key`` (as of the units applied so far)."""
         return self._catalog.get(key)
+
+    def column_names(self, entry: TableEntry) -> dict[str, str]:
+        """The table's upstream → replica column names (completed for columns seen first now; empty unmapped)."""
+        return self._names(entry)
+
+    def table_view(self, entry: TableEntry) -> TableInfo:
+        """The table as the replica has it: mapped columns (replica names), then add-only's kept columns."""
+        return self._view(entry)

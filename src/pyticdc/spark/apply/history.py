@@ -27,16 +27,16 @@ from pyticdc.replica.history import (
     VALID_FROM_TS,
     HistoryTables,
     Step,
-    _digested,
-    _rowid_of,
+    digested,
     fold_versions,
     history_schema,
+    rowid_of,
 )
 from pyticdc.replica.mapping import EXCLUDED
 from pyticdc.replica.modelling import Modelling
 from pyticdc.replica.projection import DIGEST, ROWID
 from pyticdc.replica.store import DeltaStore, rows_position
-from pyticdc.spark.apply.engines import SegmentReplica
+from pyticdc.spark.apply.engines import SegmentReplica, task_groups
 
 __all__ = ["HISTORY_RESULT", "HistoryTask", "apply_history", "history_groups", "history_task", "run_history"]
 
@@ -79,14 +79,14 @@ def history_task(replica: SegmentReplica, key: tuple[str, str], strategy: str, k
     if entry is None:
         return None
     replica.modelling.check_table(entry.info)
-    names = replica._names(entry)
-    info = replica._view(entry)
-    path = history._here(entry)
+    names = replica.column_names(entry)
+    info = replica.table_view(entry)
+    path = history.locate(entry)
     if path is not None and replica.store.is_dropped(path):
         return None  # an earlier attempt went on to drop the table: its rows are moot
     if path is None:
-        path = history._create(entry, info, rowid=strategy == "rowid", digest=strategy == "image",
-                               position=rows_position(first_ts) - 1)
+        path = history.create(entry, info, rowid=strategy == "rowid", digest=strategy == "image",
+                              position=rows_position(first_ts) - 1)
     held = replica.store.position(path)
     if held >= position:
         return None
@@ -95,7 +95,7 @@ def history_task(replica: SegmentReplica, key: tuple[str, str], strategy: str, k
     digest = strategy == "image" or DIGEST in current.names  # once found by the whole image, always digested
     rescue = replica.modelling.schema_evolution == "rescue"
     if list(current) != list(history_schema(info, rowid=rowid, digest=digest, rescue=rescue)):
-        history._rewrite(entry, info, path, held, rowid=rowid, digest=digest)
+        history.rewrite(entry, info, path, held, rowid=rowid, digest=digest)
     tracked = replica.modelling.tracked_columns(*key)
     if tracked is not None:
         tracked = tuple(names.get(c, c) for c in tracked)  # --history-columns names upstream columns
@@ -202,18 +202,18 @@ def apply_history(rows: list[dict[str, Any]], task: HistoryTask, store: DeltaSto
             steps[-1][2].append((handle(row), row, slot["sent"]))
     tables = HistoryTables(store, Modelling(), time_zone=task.time_zone, call=_noop, set_aside=_noop)
     path = Path(task.path)
-    current = {handle(row): row for row in tables._current(path)}
+    current = {handle(row): row for row in tables.current_versions(path)}
     versions = fold_versions(steps, current, [*columns, *([RESCUED] if task.rescue else []),
                                               *([ROWID] if task.rowid else [])],
-                             tracked=task.tracked, extra=_rowid_of if task.strategy == "rowid" else None,
+                             tracked=task.tracked, extra=rowid_of if task.strategy == "rowid" else None,
                              by_image=task.strategy == "image")
     if not versions:
         return 0
     wanted = history_schema(info, rowid=task.rowid, digest=task.digest, rescue=task.rescue)
     source = pa.Table.from_pylist(versions, schema=wanted)
     if task.digest:
-        source = _digested(source, columns)
-    tables._merge(path, source, [*identity, VALID_FROM_TS], task.position)
+        source = digested(source, columns)
+    tables.merge_versions(path, source, [*identity, VALID_FROM_TS], task.position)
     return len(versions)
 
 
@@ -236,18 +236,13 @@ def _typed(slots: list[dict[str, Any]], info: Any, task: HistoryTask) -> list[di
     table = pa.Table.from_pydict(fields)
     if task.strategy == "image":
         table = table.append_column(DIGEST, pa.nulls(table.num_rows, pa.binary()))
-        table = _digested(table, [c.name for c in info.columns])
+        table = digested(table, [c.name for c in info.columns])
     return list(table.to_pylist())
 
 
 def history_groups(tables: Iterator[pa.Table], tasks: Mapping[str, HistoryTask]) -> Iterator[pa.Table]:
     """``applyInArrow`` body: one table's change rows → its result row."""
-    for table in tables:
-        if table.num_rows == 0:
-            continue
-        rows = table.to_pylist()
-        key = rows[0]["tkey"]
-        task = tasks[key]
+    for key, rows, task in task_groups(tables, tasks):
         store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id, storage_options=task.storage_options)
         written = apply_history(rows, task, store)
         yield pa.Table.from_pylist([{"tkey": key, "versions": written}], schema=HISTORY_RESULT)
