@@ -65,7 +65,8 @@ from pyticdc.replica.projection import DIGEST, ROWID, evolve, merge_source, repl
 from pyticdc.replica.storage import Location, RemotePath
 from pyticdc.replica.store import APP_ID, DeltaStore, ddl_position, rows_position, safe_name
 
-__all__ = ["ApplyStats", "DeltaReplica", "Hook", "SimulatedCrash"]
+__all__ = ["ApplyStats", "DeltaReplica", "Hook", "SimulatedCrash", "reconcile_decimals", "schema_layout",
+           "widen_decimal"]
 
 #: Called at the named points of a batch (``before-table-commit``, ``after-table-commit``,
 #: ``before-progress``, ``after-progress``) with details; raising there simulates a crash.
@@ -133,11 +134,13 @@ def _schema_of(rows: list[RowChange]) -> TableInfo | None:
                  and row.table_info.columns and not row.handle_key_only), None)
 
 
-def _layout(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+def schema_layout(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """(name, type) of each column: what two schemas must share for rows of one to append to the other."""
     return [(field.name, field.type) for field in schema]
 
 
-def _widen_decimal(info: TableInfo, message: str) -> TableInfo | None:
+def widen_decimal(info: TableInfo, message: str) -> TableInfo | None:
+    """``info`` with the DECIMAL column a projection error names widened to decimal(38, scale); None if none."""
     # project_rows names the column it could not type ("schema.table.column: ..."). A DECIMAL value past its
     # declared precision (Debezium carries DECIMAL as a double, which rounds up past it) widens the column to
     # decimal(38, scale): exact for every value it held, and the widest Arrow decimal.
@@ -149,7 +152,8 @@ def _widen_decimal(info: TableInfo, message: str) -> TableInfo | None:
     return None
 
 
-def _reconcile(info: TableInfo, current: pa.Schema) -> TableInfo:
+def reconcile_decimals(info: TableInfo, current: pa.Schema) -> TableInfo:
+    """``info`` with the DECIMAL widths the table at ``current`` already widened to."""
     # A DECIMAL the table already widened (a previous attempt of this batch did): keep its width.
     columns = list(info.columns)
     changed = False
@@ -376,7 +380,7 @@ class DeltaReplica:
             return
         held = self.store.position(path)
         current = self.store.schema(path)
-        entry.info = _reconcile(entry.info, current)
+        entry.info = reconcile_decimals(entry.info, current)
         fresh = [row for row in rows if rows_position(row.commit_ts) > held] if self.skip_by_position else rows
         self.stats.rows_skipped += len(rows) - len(fresh)
         if not fresh:
@@ -412,13 +416,13 @@ class DeltaReplica:
                                      ingested_at=now, origins=origins, unhashed=frozenset(kept))
                 break
             except ValueError as exc:
-                widened = _widen_decimal(view, str(exc))
+                widened = widen_decimal(view, str(exc))
                 if widened is None:
                     raise ReplicaError(f"{key[0]}.{key[1]}: {exc}") from None
                 self._widen(entry, view, widened)
                 view = widened
         wanted = replica_schema(view, rowid=rowid, digest=digest, modelling=self.modelling)
-        if _layout(current) != _layout(wanted):
+        if schema_layout(current) != schema_layout(wanted):
             # A layout change that keeps every row's content (a hidden column, a column learnt from rows, a
             # widened DECIMAL): rewritten at the position the table already has, so a replay sees it done or
             # redoes it.
@@ -466,7 +470,7 @@ class DeltaReplica:
             live = {c.name.lower() for c in info.columns}
             kept = tuple(c for c in entry.kept if c.name.lower() not in live)
             info = msgspec.structs.replace(info, columns=(*info.columns, *kept))
-        return _reconcile(info, current) if current is not None else info
+        return reconcile_decimals(info, current) if current is not None else info
 
     def _widen(self, entry: TableEntry, view: TableInfo, widened: TableInfo) -> None:
         # The widened view column back to the upstream info (or the kept column) it comes from.
@@ -739,13 +743,13 @@ class DeltaReplica:
         if path is None or self.store.is_dropped(path):
             return renamed, defaults
         current = self.store.schema(path)
-        entry.info = _reconcile(entry.info, current)
+        entry.info = reconcile_decimals(entry.info, current)
         view = self._view(entry, current)
         rowid, digest = ROWID in current.names, DIGEST in current.names
         wanted = replica_schema(view, rowid=rowid, digest=digest, modelling=self.modelling)
-        same_layout = (_layout(wanted) == _layout(replica_schema(old_view, rowid=rowid, digest=digest,
+        same_layout = (schema_layout(wanted) == schema_layout(replica_schema(old_view, rowid=rowid, digest=digest,
                                                                  modelling=self.modelling))
-                       and _layout(current) == _layout(wanted))
+                       and schema_layout(current) == schema_layout(wanted))
         # A column newly kept (add-only) leaves the row digest: rewritten even when the layout stays.
         if same_layout and not renamed and not (digest and entry.kept != old_kept):
             return renamed, defaults  # keys, indexes, comments, left-out columns: nothing to rewrite

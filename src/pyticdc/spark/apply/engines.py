@@ -30,7 +30,7 @@ from pyticdc.arrow.rows import parse_table_info, table_info_json
 from pyticdc.arrow.types import typed_arrays
 from pyticdc.errors import ReplicaError
 from pyticdc.model import ColumnInfo, TableInfo
-from pyticdc.replica.applier import DeltaReplica, _layout, _reconcile, _widen_decimal
+from pyticdc.replica.applier import DeltaReplica, reconcile_decimals, schema_layout, widen_decimal
 from pyticdc.replica.ddl import TableKey, rename_table_info
 from pyticdc.replica.evolution import RESCUED, rescued_json
 from pyticdc.replica.mapping import EXCLUDED
@@ -211,13 +211,13 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
                               modelling=modelling, renames=names, unhashed=unhashed)
             break
         except ValueError as exc:
-            widened = _widen_decimal(info, str(exc))
+            widened = widen_decimal(info, str(exc))
             if widened is None:
                 raise ReplicaError(f"{info.qualified_name}: {exc}") from None
             info = widened
     current = store.schema(path)
     wanted = replica_schema(info, rowid=task.rowid, digest=digest, modelling=modelling)
-    if _layout(current) != _layout(wanted):
+    if schema_layout(current) != schema_layout(wanted):
         # As the driver engine: a layout change keeping every row (hidden column, learnt column, wider DECIMAL),
         # rewritten at the position the table has, so a replay sees it done or redoes it.
         data = evolve(store.read(path), info, rowid=task.rowid, digest=digest, time_zone=task.time_zone,
@@ -311,7 +311,7 @@ class SegmentReplica(DeltaReplica):
             self.stats.rows_skipped += rows
             return None
         current = self.store.schema(path)
-        entry.info = _reconcile(entry.info, current)
+        entry.info = reconcile_decimals(entry.info, current)
         names = self._row_names(entry, infos)
         view = self._view(entry, current)
         columns = tuple(names.get(c, c) for c in key_columns) if strategy == "key" else ()
