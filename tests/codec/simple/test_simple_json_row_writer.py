@@ -11,6 +11,8 @@ strings and bytes against orjson's and base64.
 from __future__ import annotations
 
 import base64
+import random
+import struct
 from typing import Any
 
 import orjson
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 
 from pyticdc.codec import simple
 from pyticdc.codec.base import Message
+from pyticdc.codec.jsontext import format_float32_f, format_float64_f
 from pyticdc.codec.simple import values, writer_json
 from pyticdc.errors import EncodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
@@ -178,4 +181,59 @@ def test_images_are_structs_unless_a_name_needs_an_escape(name: str, struct: boo
     ]
     fast, reference = _pair()
     assert fast._fast_json_message(insert) is not None
+    assert _encoded(fast, events) == _encoded(reference, events)
+
+
+_FLOAT32S = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=2000)
+@given(value=st.one_of(_FLOAT32S, st.floats(allow_nan=False, allow_infinity=False, min_value=-4e38, max_value=4e38),
+                       _FLOAT32S.map(lambda f: f * (1 + 2**-30))))
+def test_float_texts_are_the_reference_texts(value: float) -> None:
+    # The writer's float texts spell out jsontext's common cases: the same text for every float
+    # (float32 values, doubles between them, values past float32 that it refuses alike).
+    writer_json._F32_TEXTS.clear()
+    writer_json._F64_TEXTS.clear()
+    assert writer_json._f64_text(value) == format_float64_f(value)
+    try:
+        expected = format_float32_f(value)
+    except OverflowError:
+        with pytest.raises(OverflowError):
+            writer_json._f32_text(value)
+        return
+    assert writer_json._f32_text(value) == expected
+
+
+def test_float_texts_of_many_random_floats() -> None:
+    # Every branch of _f32_text (7, 8 and 9 digits, shorter, outside the common range) on a sweep.
+    rng = random.Random(18)
+    for _ in range(20000):
+        value = struct.unpack("<f", struct.pack("<f", rng.random() * 10 ** rng.randrange(-6, 8)))[0]
+        value = -value if rng.random() < 0.3 else value
+        assert writer_json._f32_text(value) == format_float32_f(value)
+        assert writer_json._f64_text(value * 1.1) == format_float64_f(value * 1.1)
+
+
+_INTS_TABLE = TableInfo(schema="s", table="ints", table_id=4, pk_is_handle=True, columns=(
+    ColumnInfo(name="id", type_code=3, flags=int(ColumnFlag.PRIMARY_KEY | ColumnFlag.HANDLE_KEY)),
+    ColumnInfo(name="tiny", type_code=1, flags=int(ColumnFlag.NULLABLE)),
+    ColumnInfo(name="ubig", type_code=8, flags=int(ColumnFlag.NULLABLE | ColumnFlag.UNSIGNED), unsigned=True),
+    ColumnInfo(name="bits", type_code=16, flags=int(ColumnFlag.NULLABLE | ColumnFlag.UNSIGNED), unsigned=True, flen=8),
+    ColumnInfo(name="state", type_code=247, flags=int(ColumnFlag.NULLABLE), elems=("a", "b"), charset="utf8mb4",
+               collation="utf8mb4_bin"),
+))
+
+
+@pytest.mark.parametrize("value", [0, 1, 1023, 1024, -1, -128, 2**63 - 1, -(2**63), 2**63, 2**64 - 1, 2**64, True,
+                                   False, None, 5.0])
+def test_integer_texts_equal_reference(value: object) -> None:
+    # The kept texts of small integers, their edges, and what lies beyond each kind's range.
+    events: list[Event] = [RowChange(op=Op.INSERT, schema="s", table="ints", commit_ts=1 << 30, table_id=4,
+                                     physical_table_id=4, table_info=_INTS_TABLE,
+                                     columns=Row({"id": 7, "tiny": value, "ubig": value, "bits": value,
+                                                  "state": value}))]
+    fast, reference = _pair()
+    if type(value) is int and 0 <= value < 2**7:  # the fast writer takes the row
+        assert fast._fast_json_message(events[0]) is not None  # type: ignore[arg-type]
     assert _encoded(fast, events) == _encoded(reference, events)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec import simple
+from pyticdc.codec.simple import fastpath_json
 from pyticdc.codec.simple.fastpath_json import lax_json_safe, lax_null_safe, lax_zero_safe
 from pyticdc.errors import DecodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
@@ -57,6 +58,19 @@ def test_other_strings_and_escapes_are_safe(noise: bytes) -> None:
     assert lax_json_safe(message)
     assert lax_null_safe(message)
     assert lax_zero_safe(message)
+
+
+_PIECES = [b'"', b"\\", b"\\u00", b"null", b"NuLl", b"ull", b"ll", b"u", b"n", b"l", b"L", b"c", b"C", b"e", b"E",
+           b"0", b"-", b"-0", b"2d", b"2D", b"30", b"4", b"5", b"6", b"7", b":", b",", b"{", b"}", b"2025-01-02", b"x"]
+
+
+@settings(max_examples=3000)
+@given(pieces=st.lists(st.one_of(st.sampled_from(_PIECES), _spellings("null"), _spellings("-0")), max_size=24))
+def test_the_scans_answer_as_their_full_patterns(pieces: list[bytes]) -> None:
+    # The literal scans before the full patterns only ever let a message through that they would.
+    message = b"".join(pieces)
+    assert lax_null_safe(message) is (fastpath_json._LAX_NULL.search(message.lower()) is None)
+    assert lax_zero_safe(message) is (fastpath_json._LAX_MINUS_ZERO.search(message) is None)
 
 
 def _with_escapes_and_nulls(rows: list[RowChange]) -> list[RowChange]:

@@ -12,6 +12,7 @@ from pyticdc.codec.compression import compress
 from pyticdc.codec.jsontext import go_json_quote, go_json_quote_bytes
 from pyticdc.codec.open_protocol.message import (
     HANDLE,
+    LENGTH_PREFIXES,
     MESSAGE_TYPE_DDL,
     MESSAGE_TYPE_RESOLVED,
     MESSAGE_TYPE_ROW,
@@ -22,7 +23,6 @@ from pyticdc.codec.open_protocol.message import (
     U64,
     VERSION_HEAD,
     ZERO_LENGTH,
-    Batch,
     encode_error,
     frame_single,
     key_json,
@@ -379,51 +379,68 @@ class Encoder(BaseEncoder):
         options = self.options
         max_bytes, max_rows = options.max_message_bytes, options.max_batch_size
         messages: list[Message] = []
-        batch: Batch | None = None
+        # The open batch (TiCDC AppendRowChangedEvent, §2.4): its framed key and value parts, joined when sent.
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        rows: list[Event] = []
+        length = 0
+        prefixes, short = LENGTH_PREFIXES, len(LENGTH_PREFIXES)
+        pack = U64.pack
         writers = self._writers
         # A row the table's generated writer takes (uncompressed, within max-message-bytes) is
         # written here without _encode_row's calls; the rest goes the way _encode_row decides.
         room = max_bytes - RECORD_OVERHEAD - SINGLE_FRAMING
         plain = options.large_message_handle_compression == "none"
+        # The writer of the previous row's table: the rows of a partition are mostly of one table.
+        last_info: TableInfo | None = None
+        write: RowWriter | None = None
         for event in events:
             if isinstance(event, RowChange):
-                entry = writers.get(id(event.table_info))
+                info = event.table_info
+                if info is not last_info or info is None:
+                    entry = writers.get(id(info))
+                    if entry is not None and entry[0] is info:
+                        last_info, write = info, entry[1] if plain else None
+                    else:
+                        last_info, write = None, None  # looked up again once _encode_row made it
                 written = None
-                if entry is not None and entry[0] is event.table_info and entry[1] is not None and plain:
+                if write is not None:
                     try:
-                        written = entry[1](event)
+                        written = write(event)
                     except WRITER_DECLINES:
                         written = None
                     if written is not None:
                         key, value = written
-                        if len(key) + len(value) > room:
+                        key_size, value_size = len(key), len(value)
+                        if key_size + value_size > room:
                             written = None
-                    tried = True
-                else:
-                    tried = False
                 if written is None:
                     if not event.columns and not event.pre_columns:
                         continue  # §1.3: a row with neither image is dropped before the codec (len == 0)
-                    key, value = self._encode_row(event, not tried)
-                if (batch is None or len(batch.events) >= max_rows
-                        or batch.length + len(key) + len(value) + 16 > max_bytes):
-                    if batch is not None:
-                        messages.append(batch.message())
-                    batch = Batch()
-                batch.add(key, value, event)
+                    key, value = self._encode_row(event, write is None)
+                    key_size, value_size = len(key), len(value)
+                if not rows or len(rows) >= max_rows or length + key_size + value_size + 16 > max_bytes:
+                    if rows:
+                        messages.append(Message(b"".join(keys), b"".join(values), tuple(rows)))
+                    keys, values, rows = [VERSION_HEAD], [], []
+                    length = len(VERSION_HEAD) + RECORD_OVERHEAD
+                keys += (prefixes[key_size] if key_size < short else pack(key_size), key)
+                values += (prefixes[value_size] if value_size < short else pack(value_size), value)
+                rows.append(event)
+                length += key_size + value_size + 16
                 continue
-            if batch is not None:
+            if rows:
                 # DDL and resolved events are separate messages; rows before them go first.
-                messages.append(batch.message())
-                batch = None
+                messages.append(Message(b"".join(keys), b"".join(values), tuple(rows)))
+                keys, values, rows = [], [], []
             if isinstance(event, DDLEvent):
                 messages.append(self._encode_ddl(event))
             elif isinstance(event, Watermark):
                 messages.append(self._encode_resolved(event))
             elif not isinstance(event, Bootstrap):  # Open has no bootstrap message
                 encode_error(f"cannot encode {type(event).__name__}")
-        if batch is not None:
-            messages.append(batch.message())
+        if rows:
+            messages.append(Message(b"".join(keys), b"".join(values), tuple(rows)))
         return messages
 
     # ---------------------------------------------------------------- projection

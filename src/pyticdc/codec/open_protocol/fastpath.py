@@ -11,15 +11,18 @@ ceiling) and builds the Row.
 
 It handles only the common message: row events (no DDL, resolved or claim-check events), current
 column objects (with ``f``), full images (an insert, an update with its old value, a delete), no
-compression, no ``-0`` number. Anything else, and every value outside what the typed structs
-accept, declines (``_fastpath.DECLINES``) and the reference path decodes the message again and
-alone reports errors. Compiled readers are shared by every decoder of the process, keyed by the
-shape; generated code is compiled only by ``_fastpath.compile_function``, column names entering it
-only as ``literal()`` literals.
+compression, no ``-0`` number. msgspec reads a ``-0`` as 0 (the reference keeps a float's sign and
+refuses it for an integer column), so a row document is searched for one only when a number value
+it holds is zero, or always when a column's value is read untyped. Anything else, and every value
+outside what the typed structs accept, declines (``_fastpath.DECLINES``) and the reference path
+decodes the message again and alone reports errors. Compiled readers are shared by every decoder
+of the process, keyed by the shape; generated code is compiled only by
+``_fastpath.compile_function``, column names entering it only as ``literal()`` literals.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Final, Literal
 
@@ -30,11 +33,10 @@ from pyticdc.codec.jsontext import float32_round, has_negative_zero
 from pyticdc.codec.open_protocol import values as V
 from pyticdc.codec.open_protocol.message import (
     HANDLE,
-    KEY_DECODER,
     MAX_I64,
     MAX_U64,
-    MESSAGE_TYPE_ROW,
     MIN_I64,
+    NULLABLE,
     U64,
     VERSION_HEAD,
     table_info,
@@ -59,13 +61,32 @@ _TYPED: Final[dict[Callable[[Any], Value], tuple[Any, str]]] = {
     V._d_float32: (float, "v = f32(v)\nif v - v: raise Decline"),
     V._d_double: (float, "if v - v: raise Decline"),
     V._d_text: (str, ""),
-    V._d_char: (str, "v = v.encode('utf-8')"),
+    V._d_char: (str, "v = v.encode()"),  # UTF-8, strict
     V._d_binary: (str, "v = unquote(v)"),
     # msgspec's base64 accepts a subset of b64decode(validate=True) with equal results; what it
     # refuses (line breaks Go skips, other padding) declines.
     V._d_blob: (bytes, ""),
 }
 _LIMIT: Final = 1024  # shapes per process, tables per decoder (each cleared when full)
+#: The msgspec types of number values (a ``-0`` reads as a zero of them).
+_NUMBERS: Final = (_SIGNED, _NOT_NEGATIVE, float)
+
+
+class _RowKey(msgspec.Struct, gc=False, kw_only=True):
+    """``internal.MessageKey`` of a full row event: any other type, or a claim-check location, declines."""
+
+    # Members in the order encoding/json writes them (msgspec matches the next member first).
+    ts: Annotated[int, msgspec.Meta(ge=0)] = 0  # the uint64 ceiling is checked after
+    scm: str = ""
+    tbl: str = ""
+    rid: Annotated[int, msgspec.Meta(ge=MIN_I64, le=MAX_I64)] = 0
+    ptn: Annotated[int, msgspec.Meta(ge=MIN_I64, le=MAX_I64)] | None = None
+    t: Literal[1]
+    ohk: bool = False
+    ccl: Literal[""] = ""
+
+
+_KEY_DECODE: Final = msgspec.json.Decoder(_RowKey).decode
 
 
 def _reader_of(type_code: int, flags: int) -> tuple[Any, str, Callable[[Any], Value] | None]:
@@ -97,28 +118,44 @@ class _Compiled:
         self.handle_only = all(flags & HANDLE for _, _, flags in shape)
         #: (schema, table, is_partition) → the TableInfo the reference path builds for this shape.
         self.tables: dict[tuple[str, str, bool], TableInfo] = {}
-        columns: dict[tuple[int, int, Any], Any] = {}
+        columns: dict[tuple[int, int, Any, bool], Any] = {}
         fields = []
         lines = []
         items = []
         namespace: dict[str, Any] = {
             "Row": Row, "Decline": Decline, "MAX_U64": MAX_U64, "f32": float32_round, "unquote": strconv_unquote,
+            "negative_zero": has_negative_zero,
         }
+        numbers = []
+        untyped = False
         for i, (name, type_code, flags) in enumerate(shape):
             wire_type, step, reader = _reader_of(type_code, flags)
-            key = (type_code, flags, wire_type)
+            # A NOT NULL column's value is required and never null: its null declines, and the
+            # converter skips the None test.
+            required = reader is None and not flags & NULLABLE
+            key = (type_code, flags, wire_type, required)
             column = columns.get(key)
             if column is None:
                 # WireColumn with this column's t and f as literals (t defaults to 0 there).
                 t_field = ("t", Literal[type_code], 0) if type_code == 0 else ("t", Literal[type_code])
+                v_field = ("v", wire_type) if required else ("v", wire_type | None, None)
                 column = columns[key] = msgspec.defstruct("OpenColumn", [
-                    t_field, ("h", bool | None, None), ("f", Literal[flags]), ("v", wire_type | None, None),
+                    t_field, ("h", bool | None, None), ("f", Literal[flags]), v_field,
                 ], gc=False, kw_only=True)
             fields.append((f"c{i}", column, msgspec.field(name=name)))
+            if wire_type in _NUMBERS:
+                numbers.append(f"v{i}")
             if reader is not None:
+                untyped = True
                 namespace[f"read{i}"] = _checked(reader)
                 step = f"v = read{i}(v)"
-            if step:
+            if step and required and "\n" not in step and step.startswith("v = "):
+                lines.append(f"v{i} = " + re.sub(r"\bv\b", f"s.c{i}.v", step[4:]))
+            elif step and required:
+                lines.append(f"v = s.c{i}.v")
+                lines += step.split("\n")
+                lines.append(f"v{i} = v")
+            elif step:
                 lines.append(f"v = s.c{i}.v")
                 lines.append("if v is not None:")
                 lines += ["    " + line for line in step.split("\n")]
@@ -130,9 +167,16 @@ class _Compiled:
         row = msgspec.defstruct("OpenRow", [("u", image | None, None), ("p", image | None, None),
                                             ("d", image | None, None)], gc=False)
         self.decode: Callable[[bytes], Any] = msgspec.json.Decoder(row).decode
+        if untyped:
+            lines.insert(0, "if negative_zero(data): raise Decline")
+        elif numbers:
+            zeros = " or ".join(f"{n} == 0" for n in numbers) if len(numbers) < 4 else f"0 in ({', '.join(numbers)})"
+            zeros = f"({zeros})"
+            lines.append(f"if {zeros} and negative_zero(data): raise Decline")
         lines.append("return Row({" + ", ".join(items) + "})")
-        source = "def convert(s):\n" + "".join(f"    {line}\n" for line in lines)
-        self.convert: Callable[[Any], Row] = compile_function(source, "convert", namespace)
+        source = "def convert(s, data):\n" + "".join(f"    {line}\n" for line in lines)
+        #: (a decoded image, the row document it came from) → its Row.
+        self.convert: Callable[[Any, bytes], Row] = compile_function(source, "convert", namespace)
 
     def table_info(self, schema: str, table: str, is_partition: bool) -> TableInfo:
         """The TableInfo of a row of this shape (the reference path's, cached)."""
@@ -148,8 +192,8 @@ class _Compiled:
 _COMPILED: Final[dict[Shape, _Compiled | None]] = {}
 
 
-def _no_plan(data: Any) -> Any:
-    raise AssertionError("a row read before its table's plan")  # unreachable: `last` starts None
+def _no_plan(*data: Any) -> Any:
+    raise AssertionError("a row read before its table's plan")  # unreachable: `last_schema` starts None
 
 
 def _compiled(shape: Shape) -> _Compiled | None:
@@ -194,63 +238,64 @@ class FastPath:
 
     def decode(self, key: bytes, value: bytes) -> list[Event] | None:
         """The row events of a message of known tables, or None (anything else)."""
-        # One "-0" search over the whole value, not one per row: every "-0" inside a frame is also
-        # one in the value (a length byte before a frame's "{" only adds declines, never misses).
-        if not value or len(key) <= 8 or not key.startswith(VERSION_HEAD) or has_negative_zero(value):
+        if not value or len(key) <= 8 or not key.startswith(VERSION_HEAD):
             return None
         plans = self._plans
         unpack = U64.unpack_from
-        key_decode = KEY_DECODER.decode
+        key_decode = _KEY_DECODE
         events: list[Event] = []
         append = events.append
         key_at, value_at, key_end, value_end = 8, 0, len(key), len(value)
         # The plan and TableInfo of the previous row: the rows of a batch are mostly of one table.
-        last: tuple[str, str, bool] | None = None
+        last_schema: str | None = None
+        last_table: str | None = None
+        last_partitioned = False
         info: TableInfo | None = None
         decode_row: Callable[[bytes], Any] = _no_plan
-        convert: Callable[[Any], Row] = _no_plan
+        convert: Callable[[Any, bytes], Row] = _no_plan
         handle_only = False
         row_change = RowChange
         delete, insert, update = Op.DELETE, Op.INSERT, Op.UPDATE
         while key_at < key_end:
             (size,) = unpack(key, key_at)
-            key_data = key[key_at + 8:key_at + 8 + size]
-            key_at += 8 + size
+            start = key_at + 8
+            key_at = start + size
+            key_data = key[start:key_at]
             (size,) = unpack(value, value_at)
-            data = value[value_at + 8:value_at + 8 + size]
-            value_at += 8 + size
-            if key_at > key_end or value_at > value_end:
-                return None
+            start = value_at + 8
+            value_at = start + size
+            data = value[start:value_at]
+            # A frame running past its buffer can only be the last: the checks after the loop see it.
             wire = key_decode(key_data)
-            if wire.t != MESSAGE_TYPE_ROW or wire.ccl or not 0 <= wire.ts <= MAX_U64:
+            ts = wire.ts
+            if ts > MAX_U64:
                 return None
-            schema, table, partitioned = wire.scm, wire.tbl, wire.ptn is not None
-            if last is None or last[0] != schema or last[1] != table or last[2] != partitioned:
+            schema, table, ptn = wire.scm, wire.tbl, wire.ptn
+            if schema != last_schema or table != last_table or (ptn is not None) is not last_partitioned:
                 plan = plans.get((schema, table))
                 if plan is None:
                     return None
-                info = plan.table_info(schema, table, partitioned)
+                last_schema, last_table, last_partitioned = schema, table, ptn is not None
+                info = plan.table_info(schema, table, last_partitioned)
                 decode_row, convert, handle_only = plan.decode, plan.convert, plan.handle_only
-                last = (schema, table, partitioned)
             row = decode_row(data)
             if row.d is not None:
                 if row.u is not None or row.p is not None:
                     return None
-                op, columns, pre = delete, None, convert(row.d)
+                op, columns, pre = delete, None, convert(row.d, data)
                 handle_key_only = wire.ohk or handle_only
             elif row.u is not None:
-                columns = convert(row.u)
+                columns = convert(row.u, data)
                 if row.p is None:
                     op, pre = insert, None
                 else:
-                    op, pre = update, convert(row.p)
+                    op, pre = update, convert(row.p, data)
                 handle_key_only = wire.ohk
             else:
                 return None
             append(row_change(
-                op=op, schema=schema, table=table, commit_ts=wire.ts, columns=columns, pre_columns=pre,
-                physical_table_id=wire.ptn or 0, row_id=wire.rid, table_info=info,
-                handle_key_only=handle_key_only))
-        if value_at != value_end or not events:
+                op=op, schema=schema, table=table, commit_ts=ts, columns=columns, pre_columns=pre,
+                physical_table_id=ptn or 0, row_id=wire.rid, table_info=info, handle_key_only=handle_key_only))
+        if key_at != key_end or value_at != value_end or not events:
             return None
         return events

@@ -20,10 +20,9 @@ from typing import Annotated, Any, Final, NamedTuple, NoReturn
 
 import msgspec
 
-from pyticdc.codec.base import Message
 from pyticdc.codec.jsontext import go_json_quote, go_string, has_negative_zero, loads_keeping_negative_zero
 from pyticdc.errors import DecodeError, EncodeError
-from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, TableInfo
+from pyticdc.model import ColumnFlag, ColumnInfo, Op, TableInfo
 
 __all__ = [
     "MESSAGE_TYPE_DDL",
@@ -63,6 +62,8 @@ MESSAGE_TYPE_NAMES: Final[dict[int, str]] = {
 U64: Final = struct.Struct(">Q")
 VERSION_HEAD: Final = U64.pack(VERSION)
 ZERO_LENGTH: Final = U64.pack(0)
+#: The length prefixes of payloads shorter than 4 KiB, prebuilt: a tuple index is cheaper than a pack.
+LENGTH_PREFIXES: Final = tuple(U64.pack(n) for n in range(4096))
 #: ``common.MaxRecordOverhead`` (§1.4).
 RECORD_OVERHEAD: Final = 36
 #: Per-event framing counted by the single-message size check: two length prefixes + version (§2.4).
@@ -125,30 +126,6 @@ def key_json(commit_ts: int, schema: str, table: str, row_id: int, partition: in
 def frame_single(key: bytes, value: bytes) -> tuple[bytes, bytes]:
     """Frame a one-event message: the shape claim-check stores (``newMessage``, §8)."""
     return VERSION_HEAD + U64.pack(len(key)) + key, U64.pack(len(value)) + value
-
-
-class Batch:
-    """One Kafka message being filled by ``AppendRowChangedEvent`` (§2.4)."""
-
-    __slots__ = ("events", "keys", "length", "values")
-
-    def __init__(self) -> None:
-        self.keys: list[bytes] = [VERSION_HEAD]
-        self.values: list[bytes] = []
-        self.events: list[Event] = []
-        #: ``Message.Length()``: key + value + MaxRecordOverhead.
-        self.length = len(VERSION_HEAD) + RECORD_OVERHEAD
-
-    def add(self, key: bytes, value: bytes, event: Event) -> None:
-        """Append one event's key and value frames."""
-        self.keys += (U64.pack(len(key)), key)
-        self.values += (U64.pack(len(value)), value)
-        self.events.append(event)
-        self.length += 16 + len(key) + len(value)
-
-    def message(self) -> Message:
-        """The Kafka message of the events added so far."""
-        return Message(b"".join(self.keys), b"".join(self.values), tuple(self.events))
 
 
 # --------------------------------------------------------------------------- wire structs (decoding)

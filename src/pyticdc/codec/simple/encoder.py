@@ -24,7 +24,7 @@ Virtual generated columns and columns unknown to the table are not written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyticdc.codec._fastpath import DECLINES
@@ -46,7 +46,7 @@ from pyticdc.codec.simple.message import (
     location_name,
     u64_as_i64,
 )
-from pyticdc.codec.simple.policy import BootstrapPolicy
+from pyticdc.codec.simple.policy import BootstrapPolicy, TableRecord
 from pyticdc.codec.simple.schema import avro_table_schema, json_table_schema, project_table
 from pyticdc.codec.simple.values import ColumnPlan, table_plan
 from pyticdc.codec.simple.writer_avro import WRITER_DECLINES as AVRO_WRITER_DECLINES
@@ -90,6 +90,10 @@ class Encoder(BaseEncoder):
         self._room = self.options.max_message_bytes - RECORD_OVERHEAD
         loc = location.encode("utf-8")
         self._location_avro = long_bytes(len(loc)) + loc
+        # Uncompressed JSON rows go through _encode_json, which inlines _fast_json_message: not for a
+        # subclass that replaces it (the reference encoders of the tests switch the fast path off so).
+        self._inline_json = (not self._avro and not self._compressed
+                             and type(self)._fast_json_message is Encoder._fast_json_message)
 
     def _validate(self) -> None:
         opts = self.options
@@ -103,6 +107,9 @@ class Encoder(BaseEncoder):
         messages: list[Message] = []
         append = messages.append
         policy = self.bootstrap_policy if self.auto_bootstrap and self.bootstrap_policy.enabled else None
+        if self._inline_json:
+            self._encode_json(events, append, policy)
+            return messages
         # Rows are nearly every event: the JSON writer is tried here, without _row_message's dispatch.
         fast = None if self._avro else self._fast_json_message
         for event in events:
@@ -125,6 +132,78 @@ class Encoder(BaseEncoder):
             else:
                 raise EncodeError(PROTOCOL, f"cannot encode {type(event).__name__}")
         return messages
+
+    def _encode_json(self, events: Iterable[Event], append: Callable[[Message], None],
+                     policy: BootstrapPolicy | None) -> None:
+        """``encode`` of uncompressed JSON: rows through the table's writer, in the loop itself.
+
+        Per row it does what ``encode`` does through ``should_emit`` and ``_fast_json_message`` (the
+        clock is read as often, in the same order): the policy's record of the last row's table
+        counts a row itself while the row is quiet (``BootstrapPolicy.quiet``).
+        """
+        clock = self.clock
+        location = self._location
+        room = self._room
+        table: TableInfo | None = None  # the last row's table, its writer and its policy record
+        writer: JsonRowWriter | None = None
+        record: TableRecord | None = None
+        key = 0
+        interval_ms = policy.interval_ms if policy is not None else 0
+        msg_count = policy.msg_count if policy is not None else 0
+        max_inactive_ms = policy.max_inactive_ms if policy is not None else 0
+        for event in events:
+            if type(event) is not RowChange:
+                if isinstance(event, RowChange):  # a subclass: the general way
+                    self._encode_json_row(event, append, policy)
+                elif isinstance(event, DDLEvent):
+                    append(self._ddl_message(event))
+                elif isinstance(event, Watermark):
+                    append(self._watermark_message(event))
+                elif isinstance(event, Bootstrap):
+                    append(self._bootstrap_message(event))
+                else:
+                    raise EncodeError(PROTOCOL, f"cannot encode {type(event).__name__}")
+                table = writer = None  # looked up again for the next row (its table may be None)
+                continue
+            info = event.table_info
+            if policy is not None:
+                if info is None:
+                    info = self._table_of(event)  # raises its EncodeError
+                now = clock()
+                row_key = event.physical_table_id or info.table_id
+                # should_emit's quiet case (see BootstrapPolicy.quiet), on the record it keeps
+                if (info is table and row_key == key and record is not None and now - record.last_sent_ms < interval_ms
+                        and record.rows_since_sent < msg_count and now - record.last_row_ms <= max_inactive_ms):
+                    record.rows_since_sent += 1
+                    record.last_row_ms = now
+                else:
+                    if policy.should_emit(info, now, 1, table_key=row_key):
+                        append(self._bootstrap_message(Bootstrap(table_info=info, build_ts=now), now))
+                    key = row_key
+                    record = policy.record(row_key)
+            if info is not table:
+                table = info
+                writer = self._json_writer(info) if info is not None else None
+            if writer is not None:
+                try:
+                    value = writer(event, clock(), location)
+                except WRITER_DECLINES:
+                    value = None
+                if value is not None and len(value) <= room:
+                    append(Message(None, value, (event,)))
+                    continue
+            append(self._row_message(event, False))
+
+    def _encode_json_row(self, event: RowChange, append: Callable[[Message], None],
+                         policy: BootstrapPolicy | None) -> None:
+        """One row as ``encode``'s general loop writes it."""
+        if policy is not None:
+            table = self._table_of(event)
+            now = self.clock()
+            if policy.should_emit(table, now, 1, table_key=event.physical_table_id or table.table_id):
+                append(self._bootstrap_message(Bootstrap(table_info=table, build_ts=now), now))
+        message = self._fast_json_message(event)
+        append(message if message is not None else self._row_message(event, False))
 
     def bootstrap_message(self, table_info: TableInfo) -> Message:
         """The BOOTSTRAP message for ``table_info`` (what the routing layer broadcasts)."""
@@ -248,21 +327,25 @@ class Encoder(BaseEncoder):
         # as a handle-key-only large message is, so a reader knows the image is not a full row.
         return row.op is Op.DELETE and self.options.delete_only_output_handle_key_columns
 
-    def _fast_json_message(self, row: RowChange) -> Message | None:
-        """The row message through the table's generated writer (``writer_json``); None where it declines."""
-        table = row.table_info
+    def _json_writer(self, table: TableInfo) -> JsonRowWriter | None:
+        """The generated row writer of ``table`` (``writer_json``), None where there is none."""
         entry: tuple[TableInfo | None, JsonRowWriter | None] | None = self._json_last
         if entry is None or entry[0] is not table:
             entry = self._json_writers.get(id(table))
             if entry is None or entry[0] is not table:
-                if table is None:
-                    return None
                 if len(self._json_writers) > 256:
                     self._json_writers.clear()
                 entry = self._json_writers[id(table)] = (
                     table, json_row_writer(table, self.options.delete_only_output_handle_key_columns))
             self._json_last = entry
-        writer = entry[1]
+        return entry[1]
+
+    def _fast_json_message(self, row: RowChange) -> Message | None:
+        """The row message through the table's generated writer (``writer_json``); None where it declines."""
+        table = row.table_info
+        if table is None:
+            return None
+        writer = self._json_writer(table)
         if writer is None:
             return None
         try:

@@ -417,6 +417,10 @@ def lax_json_safe(message: bytes) -> bool:
 def lax_null_safe(message: bytes) -> bool:
     """Whether no string of the message is a "null" (any case, any letter \\u-escaped), which lax mode reads as null."""
     lowered = message.lower()
+    # Every spelling holds the ull" of a plain one or a \u escape of n, u or l: one scan (re's search for
+    # a literal first byte) clears most messages; a match is looked at closely below.
+    if _NULL_PART.search(lowered) is None:
+        return True
     # Such a string ends in null": a JSON null is followed by , } ] or a space, never a quote. re's
     # literal search clears most messages faster than bytes.__contains__, whose skip table a quote
     # (the commonest byte here) defeats.
@@ -431,14 +435,26 @@ def lax_null_safe(message: bytes) -> bool:
 
 def lax_zero_safe(message: bytes) -> bool:
     """Whether no string of the message is a "-0" (either character \\u-escaped), which lax mode reads as 0."""
-    return b'"-0"' not in message and (0x5C not in message or _LAX_MINUS_ZERO.search(message) is None)
+    # Literal searches by re (bytes.__contains__ is slow on needles holding a quote, JSON's commonest
+    # byte; re scans for their first byte): a plain "-0" ends in -0", an escaped one holds \u002d or
+    # \u0030, and only then is the full pattern (which starts at every quote) run.
+    if _MINUS_ZERO_END.search(message) is not None and b'"-0"' in message:
+        return False
+    return 0x5C not in message or _ESCAPED_ZERO_CHARACTER.search(message) is None or \
+        _LAX_MINUS_ZERO.search(message) is None
 
 
 #: "null" in any case (on the lowered message), each letter plain or \u-escaped (hex in any case).
 _LAX_NULL: Final = re.compile(rb'"(?:n|\\u00[46]e)(?:u|\\u00[57]5)(?:l|\\u00[46]c)(?:l|\\u00[46]c)"')
+#: What every "null" string holds (on the lowered message): ull" or a \u escape of one of its letters.
+_NULL_PART: Final = re.compile(rb'u(?:ll"|00(?:[46][ec]|[57]5))')
 #: The end of a "null" string (on the lowered message).
 _NULL_END: Final = re.compile(rb'null"')
 #: A \u escape of a character of "null" (on the lowered message).
 _ESCAPED_NULL_CHARACTER: Final = re.compile(rb"\\u00(?:[46][ec]|[57]5)")
+#: The end of a plain "-0".
+_MINUS_ZERO_END: Final = re.compile(rb'-0"')
+#: A \u escape of a character of "-0".
+_ESCAPED_ZERO_CHARACTER: Final = re.compile(rb"\\u00(?:2[dD]|30)")
 #: "-0", each character plain or \u-escaped.
 _LAX_MINUS_ZERO: Final = re.compile(rb'"(?:-|\\u002[dD])(?:0|\\u0030)"')

@@ -19,7 +19,7 @@ from typing import Final
 from pyticdc.codec.options import CodecOptions
 from pyticdc.model import TableInfo
 
-__all__ = ["DEFAULT_MAX_INACTIVE_MS", "TICKER_INTERVAL_MS", "BootstrapPolicy"]
+__all__ = ["DEFAULT_MAX_INACTIVE_MS", "TICKER_INTERVAL_MS", "BootstrapPolicy", "TableRecord"]
 
 #: ``defaultMaxInactiveDuration``: a table with no rows for this long is forgotten.
 DEFAULT_MAX_INACTIVE_MS: Final = 30 * 60 * 1000
@@ -28,7 +28,9 @@ TICKER_INTERVAL_MS: Final = 5000
 
 
 @dataclass(slots=True)
-class _TableState:
+class TableRecord:
+    """What the policy keeps of one table: its latest info, its last row, its last BOOTSTRAP."""
+
     table_info: TableInfo
     last_row_ms: int
     last_sent_ms: int
@@ -47,7 +49,7 @@ class BootstrapPolicy:
         #: ``send-bootstrap-to-all-partition``: every partition of the topic, or partition 0 only.
         self.to_all_partitions = to_all_partitions
         self.max_inactive_ms = max_inactive_ms
-        self._tables: dict[int, _TableState] = {}
+        self._tables: dict[int, TableRecord] = {}
 
     @classmethod
     def from_options(cls, options: CodecOptions) -> BootstrapPolicy:
@@ -77,7 +79,7 @@ class BootstrapPolicy:
         key = table_info.table_id if table_key is None else table_key
         state = self._tables.get(key)
         if state is None or now_ms - state.last_row_ms > self.max_inactive_ms:
-            self._tables[key] = _TableState(table_info, now_ms, now_ms, max(row_count - 1, 0))
+            self._tables[key] = TableRecord(table_info, now_ms, now_ms, max(row_count - 1, 0))
             return True
         due = now_ms - state.last_sent_ms >= interval_ms or state.rows_since_sent >= self.msg_count  # _is_due
         if due:
@@ -93,7 +95,22 @@ class BootstrapPolicy:
             state.table_info = table_info
         return due
 
-    def _is_due(self, state: _TableState, now_ms: int) -> bool:
+    def record(self, table_key: int) -> TableRecord | None:
+        """The record of a table, for a caller that counts a quiet row itself (see ``quiet``)."""
+        return self._tables.get(table_key)
+
+    def quiet(self, record: TableRecord, table_info: TableInfo, now_ms: int) -> bool:
+        """Whether ``should_emit`` of a row arriving at ``now_ms`` would just count it in ``record``.
+
+        That is: the table is not forgotten, no BOOTSTRAP is due, and ``table_info`` needs no
+        refresh (it is the info the last ``should_emit`` of this table was given, or that record's
+        own). The caller then does the counting itself, ``rows_since_sent += 1`` and
+        ``last_row_ms = now_ms``, per row and without a call (the Simple encoder inlines this test).
+        """
+        return (table_info is record.table_info and now_ms - record.last_sent_ms < self.interval_ms
+                and record.rows_since_sent < self.msg_count and now_ms - record.last_row_ms <= self.max_inactive_ms)
+
+    def _is_due(self, state: TableRecord, now_ms: int) -> bool:
         return now_ms - state.last_sent_ms >= self.interval_ms or state.rows_since_sent >= self.msg_count
 
     def due(self, now_ms: int) -> list[TableInfo]:

@@ -18,7 +18,9 @@ bytes.
 from __future__ import annotations
 
 import binascii
+import operator
 import re
+import struct
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -54,6 +56,11 @@ _F64_TEXTS: Final[dict[float, str]] = {}
 # for the other controls, everything else raw) and bytes as padded standard base64, which is
 # encoding/json's []byte. Its struct fields cost less to fill than a dict display of the same keys.
 _encode: Final = msgspec.json.Encoder().encode
+#: The texts of the integers 0 to 1023.
+_SMALL_INTS: Final = tuple(str(i) for i in range(1024))
+_pack32: Final = struct.Struct("<f").pack
+_unpack32: Final = struct.Struct("<f").unpack
+_dumps: Final = orjson.dumps
 #: What msgspec refuses in a renamed field: the characters a JSON string escapes.
 _NEEDS_ESCAPE: Final = re.compile(r'[\x00-\x1f"\\]')
 
@@ -79,15 +86,19 @@ def _expression(index: int, spec: V.ColumnPlan, v: str = "v", base64: bool = Tru
     writer (``base64``: msgspec, which writes bytes as base64; else orjson)."""
     kind = spec.kind
     other = f"general(cols[{index}], {v}, loc)"
-    if kind == V.KIND_INT:
-        low, high = spec.bounds
-        return f"str({v}) if type({v}) is int and {low} <= {v} <= {high} else {other}"
-    if kind == V.KIND_UINT:
-        return f"str({v}) if type({v}) is int and 0 <= {v} <= {MASK64} else {other}"
+    if kind in (V.KIND_INT, V.KIND_UINT):
+        low, high = spec.bounds if kind == V.KIND_INT else (0, MASK64)
+        text = f"str({v}) if {low} <= {v} <= {high} else {other}"
+        # small values (flags, states, tiny counts) are the commonest: their texts are kept
+        small_low, small_high = max(low, 0), min(high, len(_SMALL_INTS) - 1)
+        if small_low <= small_high:
+            text = f"SMALL[{v}] if {small_low} <= {v} <= {small_high} else {text}"
+        return f"({text}) if type({v}) is int else {other}"
+    # Only finite non-zero floats are remembered: a text found needs no test for NaN or ±Inf.
     if kind == V.KIND_FLOAT:
-        return f"(F32.get({v}) or f32({v})) if type({v}) is float and {v} - {v} == 0 else {other}"
+        return f"(F32.get({v}) or (f32({v}) if {v} - {v} == 0 else {other})) if type({v}) is float else {other}"
     if kind == V.KIND_DOUBLE:
-        return f"(F64.get({v}) or f64({v})) if type({v}) is float and {v} - {v} == 0 else {other}"
+        return f"(F64.get({v}) or (f64({v}) if {v} - {v} == 0 else {other})) if type({v}) is float else {other}"
     if kind == V.KIND_TIMESTAMP:
         # map[string]string: encoding/json sorts the keys ("location" < "value").
         return f"{{'location': loc, 'value': {v}}} if type({v}) is str else {other}"
@@ -116,31 +127,40 @@ def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, t
         members = ", ".join(f"{literal(specs[i].name)}: {value}" for i, value in zip(ordered, values))
         return f"Raw(dumps({{{members}}}))"
 
-    def image(name: str) -> str:
-        return written([f"None if (v := {name}[{literal(specs[i].name)}]) is None else "
-                        f"({_expression(i, specs[i], base64=struct)})" for i in ordered])
+    def values(var: str, name: str) -> str:
+        # One C call takes every column's value (KeyError for a missing one: a decline).
+        if count == 1:
+            return f"        {var}{ordered[0]} = {name}[{literal(specs[ordered[0]].name)}]"
+        return f"        {', '.join(f'{var}{i}' for i in range(count))} = columns_of({name})"
 
-    def document(kind: str, images: list[str]) -> str:
+    def image(var: str) -> str:
+        return written([f"None if {var}{i} is None else ({_expression(i, specs[i], f'{var}{i}', struct)})"
+                        for i in ordered])
+
+    def document(kind: str, images: list[str]) -> list[str]:
         # One msgspec call writes the message (the table's envelope struct, members in Go's field
         # order), then Go's escapes only where one of < > & or a U+2028/9 lead byte is in it (a memchr
-        # each, cheaper than the call that would find none). msgspec's bytes are of their own size:
-        # orjson's, a larger block shrunk in place, would fragment the heap when a batch's messages
-        # are kept (every batch then page-faults anew).
-        message = (f"encode(ENVELOPE_{kind}({head}, {literal(kind)}, commit_ts, build_ts{version}, "
-                   f"{', '.join(images)}))")
-        return f"(fixups(t) if 60 in (t := {message}) or 62 in t or 38 in t or 226 in t else t)"
+        # each, cheaper than a call that would find none; the three ASCII ones replaced in place here,
+        # they are the common ones). msgspec's bytes are of their own size: orjson's, a larger block
+        # shrunk in place, would fragment the heap when a batch's messages are kept (every batch then
+        # page-faults anew).
+        return [
+            f"        t = encode(ENVELOPE_{kind}({head}, {literal(kind)}, commit_ts, build_ts{version}, "
+            f"{', '.join(images)}))",
+            "        if 60 in t: t = t.replace(b'<', rb'\\u003c')",
+            "        if 62 in t: t = t.replace(b'>', rb'\\u003e')",
+            "        if 38 in t: t = t.replace(b'&', rb'\\u0026')",
+            "        return fixups(t) if 226 in t else t",
+        ]
 
     # An UPDATE's images mostly share their values (the post-image is usually built from the pre-image):
     # an old value that is the very object of the new one takes the wire value already made for it.
-    update = []
+    update = [values("v", "new"), values("w", "old")]
     for i in ordered:
-        name = literal(specs[i].name)
-        update.append(f"        n{i} = None if (v{i} := new[{name}]) is None else "
-                      f"({_expression(i, specs[i], f'v{i}', struct)})")
+        update.append(f"        n{i} = None if v{i} is None else ({_expression(i, specs[i], f'v{i}', struct)})")
     for i in ordered:
-        name = literal(specs[i].name)
-        update.append(f"        o{i} = None if (w := old[{name}]) is None else (n{i} if w is v{i} else "
-                      f"({_expression(i, specs[i], 'w', struct)}))")
+        update.append(f"        o{i} = None if w{i} is None else (n{i} if w{i} is v{i} else "
+                      f"({_expression(i, specs[i], f'w{i}', struct)}))")
     update_images = [written([f"{var}{i}" for i in ordered]) for var in ("n", "o")]
     return "\n".join([
         "def write(row, build_ts, loc):",
@@ -154,41 +174,73 @@ def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, t
         "    if op is INSERT:",
         "        new = row.columns",
         f"        if new is None or len(new) != {count}: return None",
-        f"        return {document('INSERT', [image('new')])}",
+        values("v", "new"),
+        *document("INSERT", [image("v")]),
         "    if op is UPDATE:",
         "        new = row.columns",
         "        old = row.pre_columns",
         f"        if new is None or old is None or len(new) != {count} or len(old) != {count}: return None",
         *update,
-        f"        return {document('UPDATE', update_images)}",
+        *document("UPDATE", update_images),
         "    if op is DELETE:",
         "        old = row.pre_columns",
         f"        if {delete_handle_only} or old is None or len(old) != {count}: return None",
-        f"        return {document('DELETE', [image('old')])}",
+        values("v", "old"),
+        *document("DELETE", [image("v")]),
         "    return None",
     ]) + "\n"
 
 
 def _f32_text(value: float) -> str:
-    """``format_float32_f(value)``, remembered for the next image holding the same float."""
-    text = format_float32_f(value)
-    _remember(_F32_TEXTS, value, text)
+    """``format_float32_f(value)``, remembered for the next image holding the same float.
+
+    Its common case spelt out here, without its calls (a new float of a row costs this every time):
+    a float32 in [1e-4, 1e6) that is no power of two; the others go to it.
+    """
+    packed = _pack32(value)
+    single = _unpack32(packed)[0]
+    if (1e-4 <= single < 1e6 or -1e6 < single <= -1e-4) and (packed[0] or packed[1] or packed[2] & 0x7F):
+        text = f"{single:.7g}"
+        if _pack32(float(text)) != packed:
+            text = f"{single:.8g}"
+            if _pack32(float(text)) != packed:
+                text = f"{single:.9g}"
+        else:
+            digits = text.lstrip("-0.")
+            count = len(digits) - ("." in digits)
+            if count != 7 or text[-1] not in "2345678":
+                # fewer digits while they read back (format_float32_f's search for the shortest)
+                while count > 1:
+                    shorter = f"{single:.{count - 1}g}"
+                    if _pack32(float(shorter)) != packed:
+                        break
+                    if "e" in shorter:
+                        text = format_float32_f(value)
+                        break
+                    text = shorter
+                    digits = text.lstrip("-0.")
+                    count = len(digits) - ("." in digits)
+    else:
+        text = format_float32_f(value)
+    if value:  # 0.0 and -0.0 are one key with two texts: zeros are never remembered
+        if len(_F32_TEXTS) >= _FLOAT_TEXTS_MAX:
+            _F32_TEXTS.clear()
+        _F32_TEXTS[value] = text
     return text
 
 
 def _f64_text(value: float) -> str:
-    """``format_float64_f(value)``, remembered for the next image holding the same float."""
-    text = format_float64_f(value)
-    _remember(_F64_TEXTS, value, text)
-    return text
-
-
-def _remember(texts: dict[float, str], value: float, text: str) -> None:
-    # 0.0 and -0.0 are one key with two texts: zeros are never remembered (their lookup misses).
+    """``format_float64_f(value)`` spelt out, remembered for the next image holding the same float."""
+    text = _dumps(value).decode()
+    if "e" in text or "n" in text:
+        text = format_float64_f(value)
+    elif text[-2:] == ".0":
+        text = text[:-2]
     if value:
-        if len(texts) >= _FLOAT_TEXTS_MAX:
-            texts.clear()
-        texts[value] = text
+        if len(_F64_TEXTS) >= _FLOAT_TEXTS_MAX:
+            _F64_TEXTS.clear()
+        _F64_TEXTS[value] = text
+    return text
 
 
 def _envelopes(table: TableInfo) -> dict[str, type[msgspec.Struct]]:
@@ -232,6 +284,7 @@ def _build(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter | None:
         "Raw": msgspec.Raw, "fixups": orjson_as_go_json, "b64": binascii.b2a_base64,
         "general": _general_fragment if image is None else _general_raw,
         "f32": _f32_text, "f64": _f64_text, "F32": _F32_TEXTS, "F64": _F64_TEXTS,
+        "columns_of": operator.itemgetter(*names) if len(names) > 1 else None, "SMALL": _SMALL_INTS,
     }
     writer: JsonRowWriter = compile_function(_source(specs, delete_handle_only, image is not None, table), "write",
                                              namespace)
