@@ -22,6 +22,7 @@ import orjson
 
 from pyticdc.codec._fastpath import DECLINES, Decline, compile_function, literal
 from pyticdc.codec.canal_json.message import java_base, java_promotion, mysql_type, unsigned_number
+from pyticdc.codec.canal_json.values import format_float
 from pyticdc.codec.jsontext import easyjson_quote, format_float32_f, format_float64_f, orjson_as_easyjson
 from pyticdc.errors import EncodeError
 from pyticdc.model import ColumnFlag, RowChange, TableInfo, TypeCode, Value
@@ -43,6 +44,42 @@ _WRITERS_ATTR: Final = "_pyticdc_canal_writers"
 _INT_CODES: Final = frozenset({1, 2, 3, 8, 9, 13, 16, 247, 248})
 _BYTES_CODES: Final = frozenset({15, 249, 250, 251, 252, 253, 254})
 
+# A float's text per value, shared by all writers: a row's float usually comes again in its next
+# images (an UPDATE's pre- and post-image, the DELETE after), and formatting costs more than a lookup.
+# Only finite non-zero floats are keys (0.0 and -0.0 are one key with two texts); cleared when full.
+_FLOAT_TEXTS_MAX: Final = 4096
+_F32_MAX: Final = 3.4028234663852886e38
+_F32_TEXTS: Final[dict[float, str]] = {}
+_F64_TEXTS: Final[dict[float, str]] = {}
+
+
+def _float32_text(value: float) -> str:
+    """A finite FLOAT value's text as ``render`` writes it (values.format_float): format_float32_f's
+    within the float32 range; beyond it (a double that float32 rounding would bring back to
+    MaxFloat32 included) format_float's."""
+    return format_float(value) if abs(value) > _F32_MAX else format_float32_f(value)
+
+
+def _f32_text(value: float) -> str:
+    """``_float32_text(value)``, remembered for the next image holding the same float."""
+    text = _float32_text(value)
+    _remember(_F32_TEXTS, value, text)
+    return text
+
+
+def _f64_text(value: float) -> str:
+    """``format_float64_f(value)``, remembered for the next image holding the same float."""
+    text = format_float64_f(value)
+    _remember(_F64_TEXTS, value, text)
+    return text
+
+
+def _remember(texts: dict[float, str], value: float, text: str) -> None:
+    if value:
+        if len(texts) >= _FLOAT_TEXTS_MAX:
+            texts.clear()
+        texts[value] = text
+
 
 def _value_text(value: Value, binary: bool, bits: int) -> str:
     """The text inside a non-null value's JSON string as ``render`` writes it (else Decline)."""
@@ -55,7 +92,7 @@ def _value_text(value: Value, binary: bool, bits: int) -> str:
     if type(value) is float:
         if value - value != 0:
             return "0"  # NaN and ±Inf: the mounter's 0 (render)
-        return format_float32_f(value) if bits == 32 else format_float64_f(value)
+        return _float32_text(value) if bits == 32 else format_float64_f(value)
     raise Decline
 
 
@@ -104,11 +141,12 @@ def _text_expression(column_index: int, layout: _Layout) -> str:
     if code in _INT_CODES:
         return f"str(v) if type(v) is int else {other}"
     if code in _BYTES_CODES:
-        return f"v.decode({'latin-1' if binary else 'utf-8'!r}) if type(v) is bytes else {other}"
+        # decode() without an argument is UTF-8 with no encoding name to look up.
+        return f"v.decode({repr('latin-1') if binary else ''}) if type(v) is bytes else {other}"
     if code == TypeCode.DOUBLE:
-        return f"f64(v) if type(v) is float and v - v == 0 else {other}"
+        return f"(F64.get(v) or f64(v)) if type(v) is float and v - v == 0 else {other}"
     if code == TypeCode.FLOAT:
-        return f"f32(v) if type(v) is float and v - v == 0 else {other}"
+        return f"(F32.get(v) or f32(v)) if type(v) is float and v - v == 0 else {other}"
     return f"v if type(v) is str else {other}"
 
 
@@ -190,8 +228,8 @@ def _build(table: TableInfo, content_compatible: bool, tidb_extension: bool, onl
     namespace: dict[str, Any] = {
         "HEAD_INSERT": heads["INSERT"], "HEAD_UPDATE": heads["UPDATE"], "HEAD_DELETE": heads["DELETE"],
         "MIDS": layout.mids, "mid_for": layout.mid, "MID": layout.mid(0), "dumps": orjson.dumps,
-        "fixups": orjson_as_easyjson, "text": _value_text, "promoted": _promoted, "f32": format_float32_f,
-        "f64": format_float64_f,
+        "fixups": orjson_as_easyjson, "text": _value_text, "promoted": _promoted, "f32": _f32_text,
+        "f64": _f64_text, "F32": _F32_TEXTS, "F64": _F64_TEXTS,
     }
     source = _source(layout, tidb_extension, only_updated, delete_handle_only, table.schema, table.table)
     writer: RowWriter = compile_function(source, "write", namespace)

@@ -8,8 +8,9 @@ messages and by leaving per-value work to C where it can:
 * per decoder: the term dictionary (by its bytes), each column-group header (by its bytes: names,
   types, flags → a _Shape with its RowChange templates carrying the TableInfo);
 * per process (_COMPILED, like re's pattern cache; pure derived data): per column signature, one
-  generated image reader (fastpath_image.image_reader) for every combination of value lengths:
-  nothing is compiled or cached per length combination;
+  generated image reader (fastpath_image.image_reader) for every combination of value lengths, and
+  the row loop with that reader inline (fastpath_image.rows_reader) that reads a message's rows of
+  one shape and table: nothing is compiled or cached per length combination;
 * size tables and headers are read with C-level calls (translate, struct, accumulate, count).
 
 It never reports an error itself: whenever anything is unusual it answers None or raises one of
@@ -32,8 +33,10 @@ from msgspec.structs import replace as _replace
 from pyticdc.codec.craft.events import TableCache
 from pyticdc.codec.craft.fastpath_image import (
     ImageReader,
+    RowsReader,
     image_reader,
     long_varints,
+    rows_reader,
     varint_tables,
     varints_re,
 )
@@ -76,12 +79,14 @@ class _Compiled:
     """What a column-group signature (names and value decoders) compiles to, shared by every
     decoder of the process (like ``re``'s pattern cache): its generated image reader."""
 
-    __slots__ = ("count", "names", "read")
+    __slots__ = ("count", "names", "read", "run")
 
     def __init__(self, names: tuple[str, ...], decoders: tuple[ValueDecoder, ...]) -> None:
         self.names = names
         self.count = len(names)
         self.read: ImageReader = image_reader(names, decoders)
+        #: The row loop with this reader inline (rows of one shape and table).
+        self.run: RowsReader = rows_reader(names, decoders)
 
 
 _COMPILED: Final[dict[tuple[tuple[str, ...], tuple[ValueDecoder, ...]], _Compiled]] = {}
@@ -99,7 +104,8 @@ class _Shape:
     """One column-group header as it appears in messages of one decoder: its bytes, what it
     compiles to, and the RowChange templates (TableInfo, op, flags) of the rows it sources."""
 
-    __slots__ = ("count", "group", "handle_key_only", "header", "header_len", "read", "templates")
+    __slots__ = ("count", "group", "handle_key_only", "header", "header_len", "read", "run", "templates",
+                 "triples")
 
     def __init__(self, group: Group, header: bytes) -> None:
         #: ``uvarint count ‖ names ‖ types ‖ flags`` (everything after the group type byte).
@@ -109,11 +115,14 @@ class _Shape:
         decoders = tuple(value_decoder(t, f) for t, f in zip(group.types, group.flags))
         compiled = _compiled(tuple(group.names), decoders)
         self.count = compiled.count
-        #: The generated reader of this signature's value chunk (any value lengths).
+        #: The generated reader of this signature's value chunk (any value lengths), and row loop.
         self.read = compiled.read
+        self.run = compiled.run
         self.handle_key_only = all(f & ColumnFlag.HANDLE_KEY for f in group.flags)
         #: (schema, table, partition, op code) → a RowChange carrying everything but ts and images.
         self.templates: dict[tuple[str, str, int, int], RowChange] = {}
+        #: Context → its INSERT, UPDATE and DELETE templates (the generated row loop takes all three).
+        self.triples: dict[_Context, tuple[RowChange, RowChange, RowChange]] = {}
 
 
 #: (schema, table, partition) of a row, names resolved ("" for null).
@@ -171,24 +180,26 @@ class FastPath:
         # bit 18), and a message holds rows of one table and partition: the other four chunks are
         # then one byte per row and every delta of the partition, schema and table chunks is 0.
         n = count
-        match = varints_re(n).match(region)
-        if match is None:
-            return None
-        ts_end = match.end()
+        # The last 4n bytes all one-byte varints, the ts chunk before them ending with a final
+        # byte: the ts chunk is exactly n varints when it holds n final bytes (findall's tokens).
+        ts_end = len(region) - 4 * n
         rest = region[ts_end:]
-        if len(rest) == 4 * n and rest.isascii():
+        if ts_end >= n and region[ts_end - 1] < 0x80 and rest.isascii():
             if rest.count(EVENT_ROW, 0, n) != n:
                 return None  # DDL and resolved events take the reference path
             ts_region = region[:ts_end]
-            if ts_end == n:
+            if ts_end == n and ts_region.isascii():
                 commit_ts = list(accumulate(ts_region))
             else:
+                tokens = _VARINT_RE.findall(ts_region)
+                if len(tokens) != n:
+                    return None
                 # A TSO delta of a few ms takes 3-4 bytes: the generated piecewise readers.
                 short = self._varint.short_uvarints
                 long = _LONG_UVARINTS
                 commit_ts = list(accumulate([
                     short[t] if (k := len(t)) < 3 else long[k if k <= MAX_VARINT_LEN else 0](t, 0)
-                    for t in _VARINT_RE.findall(ts_region)]))
+                    for t in tokens]))
             ids = rest[n:]
             if ids.count(0, 1, n) + ids.count(0, n + 1, 2 * n) + ids.count(0, 2 * n + 1) == 3 * n - 3:
                 schema, table = _ZIGZAG1[ids[n]], _ZIGZAG1[ids[2 * n]]
@@ -295,7 +306,22 @@ class FastPath:
         insert = update = delete = _NO_ROW
         sizes += (0, 0, 0)  # padding: a short table reads as a bad one (below) instead of IndexError
         offset = 1 + header_size
-        for body_size, ts, context in zip(body_sizes, commit_ts, contexts):
+        rows = zip(body_sizes, commit_ts, contexts)
+        # The usual message (rows of the last message's shape, one table) goes through the shape's
+        # generated row loop, which stops at the first group of another header: the loop below
+        # takes the rest.
+        if shape is not None and startswith(group_header, offset + 1) and contexts.count(contexts[0]) == count:
+            triple = shape.triples.get(contexts[0])
+            if triple is None:
+                triple = self._triple(shape, contexts[0])
+            done = shape.run(buf, offset, j, sizes, body_sizes, commit_ts, 0, count, group_header, skip, *triple,
+                             append)
+            if done is None:
+                return None
+            done_rows, offset, j = done
+            if done_rows:
+                rows = zip(body_sizes[done_rows:], commit_ts[done_rows:], contexts[done_rows:])
+        for body_size, ts, context in rows:
             body_end = offset + body_size
             # This row's group sizes table: len 1 (insert/delete, reads -1) or 2 (update, reads 1).
             if sizes[j] == -1:
@@ -412,6 +438,15 @@ class FastPath:
             shapes.clear()
         shapes[(shape.header, dict_bytes)] = shape
         return shape
+
+    def _triple(self, shape: _Shape, context: _Context) -> tuple[RowChange, RowChange, RowChange]:
+        # The three templates of a context, remembered together for the generated row loop.
+        triple = (self._template(shape, context, 0), self._template(shape, context, 1),
+                  self._template(shape, context, 2))
+        if len(shape.triples) >= _FAST_LIMIT:
+            shape.triples.clear()
+        shape.triples[context] = triple
+        return triple
 
     def _template(self, shape: _Shape, context: _Context, code: int) -> RowChange:
         # Everything events.row_event derives from the table and the op, computed once per shape.

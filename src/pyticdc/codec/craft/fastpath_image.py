@@ -1,4 +1,4 @@
-"""The Craft fast path's row image reader: one generated function per column-group signature.
+"""The Craft fast path's row image reader and row loop: generated once per column-group signature.
 
 A column group's values are a §3.1 nullable bytes chunk: ``count`` zigzag varint lengths (-1 =
 NULL), then the bytes. ``image_reader`` compiles, per signature (names and value decoders, never
@@ -7,11 +7,17 @@ lengths, so its cost does not depend on which lengths a row has and nothing is c
 
 * all lengths one-byte varints (values under 64 bytes; the common case): the length chunk is
   ``count`` bytes, turned into lengths by one ``translate`` (a bad code becomes 0xFF, checked once);
-* some length of 64 bytes or more: the chunk is read by one Struct of "B" (one-byte varint) and
-  "{n}s" (n-byte varint) fields, first the one of the previous row (rows of a table usually repeat
-  their length kinds), else the one its bytes call for (one regex match and one translate);
+* some length of 64 bytes or more: the chunk is read by one Struct of "B" (one-byte varint), "H"
+  (two-byte varint) and "{n}s" (longer varint) fields, first the one of the previous row (rows of a
+  table usually repeat their length kinds), else the one its bytes call for (one regex match and
+  one translate); the codes are looked up in an exact dict of the one- and two-byte codes, and
+  only a row with a longer one (a value of 8 KiB or more) is read again with coded_lengths;
 * value positions come from one C ``accumulate``; each value is one slice converted inline
-  (text decoded strictly, integers by exact table lookups, floats read in place).
+  (text decoded strictly, integers byte by byte through exact 128-entry tables, floats read in
+  place).
+
+``rows_reader`` compiles the same statements into FastPath.decode's row loop, for the rows of a
+message that share one group header and table.
 
 Everything unusual answers None or raises a ``_fastpath.DECLINES`` member (KeyError from the exact
 tables, UnicodeDecodeError from strict text), and the caller sends the message to the reference
@@ -26,6 +32,8 @@ import struct
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any, Final, NamedTuple
+
+from msgspec.structs import replace as _replace
 
 from pyticdc.codec._fastpath import compile_function, literal
 from pyticdc.codec.craft.message import MAX_INT32, MAX_VARINT_LEN
@@ -42,8 +50,8 @@ from pyticdc.codec.craft.values import (
 from pyticdc.errors import DecodeError
 from pyticdc.model import Row
 
-__all__ = ["ImageReader", "VarintTables", "coded_lengths", "image_reader", "length_kinds", "long_varints",
-           "varint_tables", "varints_re"]
+__all__ = ["ImageReader", "RowsReader", "VarintTables", "coded_lengths", "image_reader", "length_kinds",
+           "long_varints", "rows_reader", "varint_tables", "varints_re"]
 
 #: (buf, at, end) of a group's nullable bytes chunk → its row image, or None (a decline).
 ImageReader = Callable[[bytes, int, int], Row | None]
@@ -80,12 +88,8 @@ class VarintTables(NamedTuple):
     short_zigzags: dict[bytes, int]
     #: The int struct reads for a 1-byte ("B") or 2-byte ("<H") varint → zigzag value.
     coded_zigzags: dict[int, int]
-    #: Pieces of longer uvarints read as "<H"/"B" (_integer_expression): two continuation bytes →
-    #: their 14 bits; a final byte; a final continuation + final byte; the same as 9th and 10th byte.
-    pair14: dict[int, int]
+    #: A final byte (< 0x80) → its value: a one-byte uvarint, the last byte of a longer one.
     final1: dict[int, int]
-    final2: dict[int, int]
-    final10: dict[int, int]
 
 
 @functools.cache
@@ -99,10 +103,7 @@ def varint_tables() -> VarintTables:
     uvarints.update({code.to_bytes(2, "little"): v for code, v in two.items()})
     zigzags = _ZigzagTable({raw: (v >> 1) ^ -(v & 1) for raw, v in uvarints.items()})
     coded_zigzags = {code: (v >> 1) ^ -(v & 1) for code, v in (one | two).items()}
-    continuations = range(0x80, 0x100)
-    pair14 = {lo | (hi << 8): (lo & 0x7F) | ((hi & 0x7F) << 7) for hi in continuations for lo in continuations}
-    final10 = {code: v for code, v in two.items() if code >> 8 <= 1}  # the 10th byte holds only bit 63
-    return VarintTables(uvarints, zigzags, dict(uvarints), dict(zigzags), coded_zigzags, pair14, one, two, final10)
+    return VarintTables(uvarints, zigzags, dict(uvarints), dict(zigzags), coded_zigzags, one)
 
 
 @functools.lru_cache(maxsize=256)
@@ -111,27 +112,28 @@ def varints_re(count: int) -> re.Pattern[bytes]:
     return re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % count)
 
 
-def _integer_codes(size: int) -> str:
-    """Struct codes of a ``size``-byte (3..10) varint: its byte pairs as little-endian "H" (and an
-    odd last byte as "B"), decoded by _integer_expression."""
-    return "H" * (size // 2) + "B" * (size % 2)
+# Multi-byte varints are read byte by byte through 128-entry tables rather than pairs through
+# 16k-entry ones: random values (uint64 ids, TSO deltas) then touch no large table, which costs
+# more (cache misses, under load) than the few extra lookups.
+#: A continuation byte → its 7 value bits; a final byte is no key.
+_LOW7: Final = {b: b & 0x7F for b in range(0x80, 0x100)}
+#: A continuation byte → its 7 value bits at bit 7 (second byte of a longer varint).
+_LOW7_7: Final = {b: (b & 0x7F) << 7 for b in range(0x80, 0x100)}
+#: A final byte → its value at bit 7 / 14 (the last byte of a 2- / 3-byte varint).
+_HIGH7: Final = {b: b << 7 for b in range(0x80)}
+_HIGH14: Final = {b: b << 14 for b in range(0x80)}
+#: The 10th byte of a uvarint: only bit 63 (CraftReader.uvarint's overflow rule).
+_FINAL10: Final = {0: 0, 1: 1}
 
 
-def _integer_expression(fields: Sequence[str], size: int) -> str:
-    """The uvarint of ``size`` bytes (3..10) from its _integer_codes fields.
-
-    Each pair of continuation bytes is one exact-dict lookup giving its 14 bits (KeyError unless
-    both bytes are >= 0x80), the final pair or byte another (the 2-byte uvarint, the 10th-byte rule
-    for 10 bytes, or a final byte < 0x80): CraftReader.uvarint's rules in fewer operations than the
-    SWAR's, with no bytes object for the value.
-    """
-    pairs = size // 2
-    if size % 2:
-        parts = [f"pair14[{field}]" for field in fields[:pairs]] + [f"final1[{fields[pairs]}]"]
-    else:
-        parts = [f"pair14[{field}]" for field in fields[:pairs - 1]]
-        parts.append(f"{'final10' if size == MAX_VARINT_LEN else 'final2'}[{fields[pairs - 1]}]")
-    return " | ".join(part if k == 0 else f"{part} << {14 * k}" for k, part in enumerate(parts))
+def _byte_expression(fields: Sequence[str]) -> str:
+    """The uvarint of ``len(fields)`` bytes (3..10) from its bytes' ints: every byte but the last a
+    continuation byte (_LOW7), the last a final byte (at most 1 as the 10th): exact lookups in
+    128-entry tables (a KeyError for any other byte), CraftReader.uvarint's rules."""
+    last = len(fields) - 1
+    parts = [f"LO7[{field}]" + (f" << {7 * k}" if k else "") for k, field in enumerate(fields[:last])]
+    parts.append(f"{'FIN10' if last == MAX_VARINT_LEN - 1 else 'FIN'}[{fields[last]}] << {7 * last}")
+    return " | ".join(parts)
 
 
 def _no_long_varint(buf: bytes, at: int) -> int:
@@ -141,18 +143,16 @@ def _no_long_varint(buf: bytes, at: int) -> int:
 @functools.cache
 def long_varints(zigzag: bool) -> tuple[Callable[[bytes, int], int], ...]:
     """By size: a function reading a uvarint (or zigzag varint) of that many bytes (3..10) at ``at``
-    as _integer_codes pieces (one Struct read, then _integer_expression); other sizes raise."""
-    tables = varint_tables()
+    (one Struct read of its bytes, then _byte_expression); other sizes raise."""
     functions: list[Callable[[bytes, int], int]] = [_no_long_varint] * 0x40
     for size in range(3, MAX_VARINT_LEN + 1):
-        codes = _integer_codes(size)
-        pieces = [f"v{k}" for k in range(len(codes))]
-        value = _integer_expression(pieces, size)
+        pieces = [f"v{k}" for k in range(size)]
+        value = _byte_expression(pieces)
         if zigzag:
             value = f"((v := {value}) >> 1) ^ -(v & 1)"
         namespace: dict[str, Any] = {
-            "unpack_from": struct.Struct("<" + codes).unpack_from, "pair14": tables.pair14, "final1": tables.final1,
-            "final2": tables.final2, "final10": tables.final10,
+            "unpack_from": struct.Struct("<" + "B" * size).unpack_from, "LO7": _LOW7, "FIN": varint_tables().final1,
+            "FIN10": _FINAL10,
         }
         source = f"def read(buf, at):\n    {', '.join(pieces)}, = unpack_from(buf, at)\n    return {value}\n"
         functions[size] = compile_function(source, "read", namespace)
@@ -181,11 +181,13 @@ class _Lengths(dict[int | bytes, int]):
 @functools.cache
 def coded_lengths() -> dict[int | bytes, int]:
     """A length varint as a chunk Struct reads it → the value length (NULL, code 1: 0): a one-byte
-    varint as its int ("B"), a longer one as its bytes ("2s", "3s", ...).
+    varint as its int ("B"), a two-byte one as its little-endian int ("H") or its bytes ("2s"), a
+    longer one as its bytes ("3s", ...).
 
     Only minimal encodings of lengths >= -1 are keys: anything else is a KeyError (a decline), so
     code 1 is the only NULL, a negative length never slips through as a slice bound, and a field
-    read with the wrong kind (two one-byte varints as "2s", a continuation byte as "B") is refused.
+    read with the wrong kind (two one-byte varints as "2s" or "H", a continuation byte as "B") is
+    refused: "B" keys are below 0x80, "H" keys have bit 7 set and a second byte of 1..0x7F.
     """
     lengths = _Lengths({b: max((b >> 1) ^ -(b & 1), 0) for b in range(0x80) if b < 3 or not b & 1})
     for lo in range(0x80, 0x100):
@@ -193,17 +195,28 @@ def coded_lengths() -> dict[int | bytes, int]:
             value = (lo & 0x7F) | (hi << 7)
             if not value & 1:  # odd zigzag codes of two bytes are lengths of -64 and below
                 lengths[bytes((lo, hi))] = value >> 1
+                lengths[lo | hi << 8] = value >> 1
     return lengths
 
 
-#: Byte → "B" for a final byte, "c" for a continuation byte; then every run "c…cB" (an n-byte
-#: varint) becomes the Struct code "{n}s".
+@functools.cache
+def _short_lengths() -> dict[int | bytes, int]:
+    """coded_lengths' int codes ("B" and "H" fields) in an exact dict (a subclass's lookups are not
+    specialised): the readers' first try; a longer code misses and the row is read again with
+    coded_lengths."""
+    return {code: length for code, length in coded_lengths().items() if type(code) is int}
+
+
+#: Byte → "B" for a final byte, "c" for a continuation byte; then every run "cB" (a two-byte
+#: varint) becomes the Struct code "H" (an int key: no bytes object to hash) and every longer run
+#: "c…cB" (an n-byte varint) the code "{n}s".
 _VARINT_CODES: Final = bytes(ord("B") if b < 0x80 else ord("c") for b in range(256))
 _KIND_RE: Final = re.compile(rb"c+B")
 
 
 def _kind(match: re.Match[bytes]) -> bytes:
-    return b"%ds" % len(match.group())
+    size = len(match.group())
+    return b"H" if size == 2 else b"%ds" % size
 
 
 #: Byte kinds of a length chunk ("B"/"c" per byte) → the Struct reading such a chunk, and its size.
@@ -234,6 +247,10 @@ def length_kinds(buf: bytes, at: int, end: int,
 _LENGTHS: Final = bytes(0 if b == 1 else b >> 1 if b < 0x80 and not b & 1 else 0xFF for b in range(0x100))
 
 
+#: A one-byte zigzag varint's int (a final byte) → its value; a continuation byte is no key.
+_ZIGZAGS1: Final = {b: (b >> 1) ^ -(b & 1) for b in range(0x80)}
+
+
 def _value(decoder: ValueDecoder, i: int) -> str:
     """The expression of column ``i``'s value from ``buf[p{i}:p{i+1}]`` (not NULL)."""
     raw = f"buf[p{i}:p{i + 1}]"
@@ -242,7 +259,15 @@ def _value(decoder: ValueDecoder, i: int) -> str:
         return f"f64_from(buf, p{i})[0]"
     if decoder is decode_uvarint or decoder is decode_varint:
         kind = "uvarints" if decoder is decode_uvarint else "zigzags"
-        return f"({kind}[{raw}] if p{i + 1} - p{i} < 3 else long_{kind}[p{i + 1} - p{i}](buf, p{i}))"
+        # Inline (no call, no bytes object): one-, two- and three-byte varints (values below
+        # 2**21) byte by byte through the 128-entry tables; longer ones through long_varints.
+        three = f"LO7[buf[p{i}]] | LO7_7[buf[p{i} + 1]] | HI14[buf[p{i} + 2]]"
+        two = f"LO7[buf[p{i}]] | HI7[buf[p{i} + 1]]"
+        if decoder is decode_varint:
+            three = f"((v := {three}) >> 1) ^ -(v & 1)"
+            two = f"((v := {two}) >> 1) ^ -(v & 1)"
+        return (f"({kind}1[buf[p{i}]] if (n := p{i + 1} - p{i}) == 1 else ({two}) if n == 2 else ({three})"
+                f" if n == 3 else long_{kind}[n](buf, p{i}))")
     if decoder is decode_text:
         return f"{raw}.decode()"  # strict: invalid UTF-8 declines (go_string replaces it)
     if decoder is decode_bytes:
@@ -252,20 +277,23 @@ def _value(decoder: ValueDecoder, i: int) -> str:
     raise AssertionError(f"no fast expression for {decoder!r}")  # pragma: no cover - value_decoder's set
 
 
-def image_reader(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> ImageReader:
-    """The generated reader of one signature's nullable bytes chunk (see the module docstring)."""
+def _image_lines(names: Sequence[str], decoders: Sequence[ValueDecoder], target: str | None) -> list[str]:
+    """Statements reading the nullable bytes chunk ``buf[at:end]`` into a Row: returned (``target``
+    None) or assigned to ``target``; anything unusual returns None."""
     count = len(names)
     codes = ", ".join(f"c{i}" for i in range(count)) + ","
     positions = ", ".join(f"p{i}" for i in range(count + 1))
-    # The length varints read by a Struct of "B" (one byte: an int code) and "{n}s" (n bytes:
-    # bytes) fields, each code checked by the exact LENGTH lookup (a KeyError declines): a field
-    # of the wrong kind is never a key, so the Struct's fields are exactly the chunk's varints.
-    positions_from_codes = [
-        "codes = unpack_from(buf, at)",
-        f"{codes} = codes",
-        "p0 = at + size",
-        *[f"p{i + 1} = p{i} + LENGTH[c{i}]" for i in range(count)],
-    ]
+    # The length varints read by a Struct of "B" (one byte: an int code), "H" (two bytes: an int
+    # code) and "{n}s" (n bytes: bytes) fields, each code checked by the exact LENGTH lookup (a
+    # KeyError declines; ANY_LENGTH then takes the longer codes): a field of the wrong kind is never
+    # a key, so the Struct's fields are exactly the chunk's varints.
+    def positions_from_codes(lengths: str) -> list[str]:
+        return [
+            "codes = unpack_from(buf, at)",
+            f"{codes} = codes",
+            "p0 = at + size",
+            *[f"p{i + 1} = p{i} + {lengths}[c{i}]" for i in range(count)],
+        ]
     lines = [
         f"chunk = buf[at:at + {count}]",
         "if chunk.isascii():",
@@ -279,12 +307,12 @@ def image_reader(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> Imag
         "    # The previous row's length kinds first (rows of a table usually repeat them).",
         "    unpack_from, size = last[0]",
         "    try:",
-        *[f"        {line}" for line in positions_from_codes],
+        *[f"        {line}" for line in positions_from_codes("LENGTH")],
         "    except DECLINE:",
         "        found = length_kinds(buf, at, end, chunk_re)",
         "        if found is None: return None",
         "        last[0] = unpack_from, size = found",
-        *[f"        {line}" for line in positions_from_codes],
+        *[f"        {line}" for line in positions_from_codes("ANY_LENGTH")],
         "    nulls = 1 in codes",
         f"if p{count} != end: return None",
     ]
@@ -296,16 +324,94 @@ def image_reader(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> Imag
             lines.append(f"if p{i + 1} - p{i} != 8 and (not nulls or c{i} != 1): return None")
         plain.append(f"{literal(name)}: {value}")
         nullable.append(f"{literal(name)}: {value if value == 'None' else f'None if c{i} == 1 else {value}'}")
-    lines.append(f"if not nulls: return Row({{{', '.join(plain)}}})")
-    lines.append(f"return Row({{{', '.join(nullable)}}})")
+    if target is None:
+        lines.append(f"if not nulls: return Row({{{', '.join(plain)}}})")
+        lines.append(f"return Row({{{', '.join(nullable)}}})")
+    else:
+        lines.append(f"{target} = Row({{{', '.join(plain)}}}) if not nulls else Row({{{', '.join(nullable)}}})")
+    return lines
+
+
+def _namespace(count: int) -> dict[str, Any]:
+    """The names _image_lines' statements use (a generated function's globals)."""
     tables = varint_tables()
-    namespace: dict[str, Any] = {
-        "Row": Row, "uvarints": tables.short_uvarints, "zigzags": tables.short_zigzags, "accumulate": accumulate,
+    return {
+        "Row": Row, "accumulate": accumulate,
         "long_uvarints": long_varints(False), "long_zigzags": long_varints(True), "f64_from": F64.unpack_from,
-        "LENGTHS": _LENGTHS, "LENGTH": coded_lengths(),
+        "LENGTHS": _LENGTHS, "LENGTH": _short_lengths(), "ANY_LENGTH": coded_lengths(),
         "chunk_re": varints_re(count), "length_kinds": length_kinds, "DECLINE": (KeyError, struct.error),
         "last": [(struct.Struct("B" * count).unpack_from, count)],
+        "uvarints1": tables.final1, "zigzags1": _ZIGZAGS1,
+        "LO7": _LOW7, "LO7_7": _LOW7_7, "HI7": _HIGH7, "HI14": _HIGH14,
     }
+
+
+def image_reader(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> ImageReader:
+    """The generated reader of one signature's nullable bytes chunk (see the module docstring)."""
+    lines = _image_lines(names, decoders, None)
     source = "def read(buf, at, end):\n" + "".join(f"    {line}\n" for line in lines)
-    reader: ImageReader = compile_function(source, "read", namespace)
+    reader: ImageReader = compile_function(source, "read", _namespace(len(names)))
     return reader
+
+
+#: (buf, offset, j, sizes, body sizes, commit ts, row index, row count, group header, value chunk
+#: offset, insert / update / delete templates, events.append) → (row index, offset, j) where it
+#: stopped, or None (a decline).
+RowsReader = Callable[..., "tuple[int, int, int] | None"]
+
+
+def rows_reader(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> RowsReader:
+    """The generated loop over a message's rows while their groups have this signature's header
+    (``header``) and one table: FastPath.decode's row loop with the image reads inline.
+
+    It stops (returns where) at the first row whose group header differs, for FastPath.decode's
+    general loop; everything else unusual returns None, as the general loop would.
+    """
+    image = [f"        {line}" for line in _image_lines(names, decoders, "image")]
+    lines = [
+        "startswith = buf.startswith",
+        "while i < rows:",
+        "    body_end = offset + body_sizes[i]",
+        "    t = sizes[j]",
+        "    if t == -1:",
+        "        if offset + sizes[j + 1] != body_end: return None",
+        "        if not startswith(header, offset + 1): break",
+        "        at = offset + skip",
+        "        end = body_end",
+        *image,
+        "        g = buf[offset]",
+        "        if g == 1: append(replace(insert, commit_ts=commit_ts[i], columns=image))",
+        "        elif g == 2: append(replace(delete, commit_ts=commit_ts[i], pre_columns=image))",
+        "        else: return None",
+        "        j += 2",
+        "    elif t == 1:",
+        "        middle = offset + sizes[j + 1]",
+        "        if not offset < middle < body_end or middle + sizes[j + 1] + sizes[j + 2] != body_end: return None",
+        "        if not startswith(header, offset + 1) or not startswith(header, middle + 1): break",
+        "        at = offset + skip",
+        "        end = middle",
+        *image,
+        "        first = image",
+        "        at = middle + skip",
+        "        end = body_end",
+        *image,
+        "        g = buf[offset]",
+        "        gm = buf[middle]",
+        "        if g == 1 and gm == 2:",
+        "            append(replace(update, commit_ts=commit_ts[i], columns=first, pre_columns=image))",
+        "        elif g == 2 and gm == 1:",
+        "            append(replace(update, commit_ts=commit_ts[i], columns=image, pre_columns=first))",
+        "        else: return None",
+        "        j += 3",
+        "    else:",
+        "        return None",
+        "    offset = body_end",
+        "    i += 1",
+        "return i, offset, j",
+    ]
+    namespace = _namespace(len(names))
+    namespace["replace"] = _replace
+    source = ("def run(buf, offset, j, sizes, body_sizes, commit_ts, i, rows, header, skip, insert, update, delete,"
+              " append):\n" + "".join(f"    {line}\n" for line in lines))
+    run: RowsReader = compile_function(source, "run", namespace)
+    return run
