@@ -86,6 +86,7 @@ class Decoder(BaseDecoder):
         self._fast = FastPath(content_compatible)
         self._foreign = ForeignTypes(content_compatible)
         self._compression = self.options.large_message_handle_compression
+        self._compressed = self._compression != "none"
         self._delete_handle_key_only = self.options.delete_only_output_handle_key_columns
         self._resolving = False
         self._default_table = default_table(self.options)
@@ -93,7 +94,32 @@ class Decoder(BaseDecoder):
     # ------------------------------------------------------------------ entry
     def decode(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """Decode one Kafka value (several newline-terminated messages allowed); DecodeError on bad input."""
-        return self._decode(value, self._speculative_images)
+        # The common message (one uncompressed row message naming its table, no large-message
+        # handling) skips the general path's calls, which dominate on a narrow table; anything
+        # else, a decline included, goes the general way, which alone reports errors.
+        if type(value) is not bytes or self._compressed:
+            return self._decode(value, self._speculative_images)
+        try:
+            envelope = ENVELOPE_DECODER.decode(value)
+        except MSGSPEC_ERRORS:
+            return self._decode(value, self._speculative_images)
+        tidb = envelope.tidb
+        op = _ROW_OPS.get(envelope.type or "")
+        table = envelope.table
+        if op is None or envelope.isDdl or not table:
+            return self._decode_envelope(envelope, self._speculative_images)
+        if tidb is None:
+            commit_ts = (envelope.es or 0) << 18
+        elif tidb.onlyHandleKey or tidb.claimCheckLocation:
+            return self._decode_envelope(envelope, self._speculative_images)
+        else:
+            commit_ts = tidb.commitTs or tidb.commit_ts_dev or (envelope.es or 0) << 18
+        if commit_ts < 0 or commit_ts > UINT64_MAX:
+            return self._decode_envelope(envelope, self._speculative_images)
+        try:
+            return self._fast.changes(envelope, op, table, commit_ts, self._delete_handle_key_only)
+        except DECLINES:
+            return self._decode_envelope(envelope, self._speculative_images)
 
     def decode_reference(self, value: bytes | None, key: bytes | None = None) -> list[Event]:
         """``decode`` on the reference path only (no typed fast path, no header caches)."""

@@ -10,14 +10,13 @@ decodes it or reports the error.
 
 from __future__ import annotations
 
-import keyword
 import struct
 from collections.abc import Callable
 from typing import Annotated, Any, Final
 
 import msgspec
 
-from pyticdc.codec._fastpath import compile_function, literal
+from pyticdc.codec._fastpath import Decline, compile_function, literal
 from pyticdc.codec.canal_json.message import (
     K_BIGINT,
     K_F32,
@@ -32,13 +31,14 @@ from pyticdc.codec.canal_json.message import (
     Envelope,
     Header,
     Images,
+    key_only_delete,
     read_header,
     read_mysql_types,
     read_pk_names,
     read_sql_types,
 )
 from pyticdc.codec.canal_json.values import parse_value
-from pyticdc.model import Op, Row, Value
+from pyticdc.model import Event, Op, Row, RowChange, Value
 
 __all__ = ["FastPath"]
 
@@ -58,7 +58,9 @@ _FIELD_TYPES: Final[dict[int, Any]] = {
 # Accepts only null, so any image array fails validation and the message declines.
 _NO_FAST_PATH: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder(None)
 _IMAGES_DECODER: Final = msgspec.json.Decoder(list[dict[str, str | None]] | None)
+_INSERT: Final = Op.INSERT
 _UPDATE: Final = Op.UPDATE
+_DELETE: Final = Op.DELETE
 #: Shared by every decoder of the process, pure derived data like re's pattern cache, bounded
 #: (cleared when full): the raw header bytes (content compatibility, database, table, mysqlType,
 #: sqlType, pkNames) → the header's meaning (its semantic key), and that → the parsed header.
@@ -68,15 +70,10 @@ _SHARED: Final[dict[_SemanticKey, _FastHeader]] = {}
 _SHARED_LIMIT: Final = 1024
 
 
-def _attribute_name(name: str) -> bool:
-    # A column name msgspec can use as the Struct attribute itself (so asdict() yields it).
-    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("__")
-
-
 class _FastHeader:
     """Everything derived from one distinct (database, table, mysqlType, pkNames): schema and converters."""
 
-    __slots__ = ("convert", "direct", "full", "kinds", "mysql_raw", "names", "pk_raw", "pk_set", "sql_raw",
+    __slots__ = ("convert", "full", "kinds", "mysql_raw", "names", "pk_raw", "pk_set", "sql_raw",
                  "table_info")
 
     def __init__(self, header: Header) -> None:
@@ -85,19 +82,12 @@ class _FastHeader:
         self.kinds = header.kinds
         self.mysql_raw = self.pk_raw = self.sql_raw = NULL
         self.pk_set = frozenset(header.table_info.primary_key_columns)
-        # When every column name can be an attribute, asdict() yields the row dict directly;
-        # otherwise fields are renamed c0, c1, … and rows are rebuilt from astuple().
-        self.direct = all(_attribute_name(n) for n in self.names)
         try:
             self.full = self._decoder()
         except (TypeError, ValueError):
-            self.direct = False  # a name msgspec refuses as an attribute: use c0, c1, …
-            try:
-                self.full = self._decoder()
-            except (TypeError, ValueError):
-                # msgspec refuses some names even as wire names ('\\', '"', control characters):
-                # no typed fast path then, every image takes the reference path.
-                self.full = _NO_FAST_PATH
+            # msgspec refuses some names even as wire names ('\\', '"', control characters):
+            # no typed fast path then, every image takes the reference path.
+            self.full = _NO_FAST_PATH
         self.convert = _converter(self)
 
     def fork(self) -> _FastHeader:
@@ -109,36 +99,42 @@ class _FastHeader:
         return twin
 
     def _decoder(self) -> msgspec.json.Decoder[Any]:
-        fields = [(name if self.direct else f"c{i}", _FIELD_TYPES.get(self.kinds[name], str | None),
+        # Attributes are c0, c1, … whatever the column names: the converter reads them by position.
+        # gc=False: a row struct holds only scalars, so the cycle collector need not track it.
+        fields = [(f"c{i}", _FIELD_TYPES.get(self.kinds[name], str | None),
                    msgspec.field(name=name)) for i, name in enumerate(self.names)]
-        row_type = msgspec.defstruct("CanalRow", fields, forbid_unknown_fields=True)
+        row_type = msgspec.defstruct("CanalRow", fields, forbid_unknown_fields=True, gc=False)
         return msgspec.json.Decoder(list[row_type] | None, strict=False)  # type: ignore[valid-type]
 
 
 _CONVERT_STEPS: Final = {
-    K_UTF8: "        row[{n}] = value.encode()",
-    K_LATIN1: "        row[{n}] = value.encode('latin-1')",
+    K_UTF8: "        {v} = {v}.encode()",
+    K_LATIN1: "        {v} = {v}.encode('latin-1')",
     # msgspec reads the text "-0" as +0.0 (strconv.ParseFloat gives -0.0): a zero declines to the reference path.
-    K_F32: "        if value == 0.0: raise OverflowError({n})\n        row[{n}] = unpack(pack(value))[0]",
-    K_F64: "        if value == 0.0: raise OverflowError({n})",
-    K_UINT: "        if value > UINT64_MAX: raise OverflowError({n})",  # the reference path reports it
-    K_BIGINT: "        if value > UINT64_MAX: raise OverflowError({n})",
+    K_F32: "        if {v} == 0.0: raise OverflowError({n})\n        {v} = unpack(pack({v}))[0]",
+    K_F64: "        if {v} == 0.0: raise OverflowError({n})",
+    K_UINT: "        if {v} > UINT64_MAX: raise OverflowError({n})",  # the reference path reports it
+    K_BIGINT: "        if {v} > UINT64_MAX: raise OverflowError({n})",
 }
 
 
 def _converter(header: _FastHeader) -> Callable[[Any], Row]:
     """A function unrolled for one header: typed row struct → Row, converting only what needs it."""
-    lines = ["def convert(item):",
-             "    row = asdict(item)" if header.direct else "    row = dict(zip(names, astuple(item)))"]
-    for name in header.names:
+    # The Row is built from one dict display of the fields (converted ones read into locals first):
+    # cheaper than asdict() plus a write back per converted column.
+    lines = ["def convert(item):"]
+    entries = []
+    for i, name in enumerate(header.names):
+        quoted = literal(name)
         step = _CONVERT_STEPS.get(header.kinds[name])
-        if step is not None:
-            quoted = literal(name)
-            lines += [f"    value = row[{quoted}]", "    if value is not None:", step.format(n=quoted)]
-    lines.append("    return Row(row)")
+        if step is None:
+            entries.append(f"{quoted}: item.c{i}")
+            continue
+        lines += [f"    v{i} = item.c{i}", f"    if v{i} is not None:", step.format(v=f"v{i}", n=quoted)]
+        entries.append(f"{quoted}: v{i}")
+    lines.append("    return Row({" + ", ".join(entries) + "})")
     namespace: dict[str, Any] = {
-        "asdict": msgspec.structs.asdict, "astuple": msgspec.structs.astuple, "names": header.names, "Row": Row,
-        "pack": _F32.pack, "unpack": _F32.unpack, "UINT64_MAX": UINT64_MAX,
+        "Row": Row, "pack": _F32.pack, "unpack": _F32.unpack, "UINT64_MAX": UINT64_MAX,
     }
     convert: Callable[[Any], Row] = compile_function("\n".join(lines), "convert", namespace)
     return convert
@@ -176,6 +172,81 @@ class FastPath:
         self._last: dict[tuple[str, str], _FastHeader] = {}
         self._variants: dict[tuple[str, str, bytes, bytes], _FastHeader] = {}
         self._semantic: dict[_SemanticKey, _FastHeader] = {}
+        # The header of the last message read by changes(), and its table: consecutive messages of
+        # one table skip the lookup.
+        self._recent: _FastHeader | None = None
+        self._recent_database = self._recent_table = ""
+
+    def changes(self, envelope: Envelope, op: Op, table: str, commit_ts: int,
+                key_only_deletes: bool) -> list[Event]:
+        """The row changes of a message naming its table, with no large-message handling (what
+        ``Decoder._decode_rows`` makes of ``images``); raises one of DECLINES on anything else."""
+        database = envelope.database or ""
+        header = self._recent
+        if (header is None or table != self._recent_table or database != self._recent_database
+                or header.mysql_raw != envelope.mysqlType or header.pk_raw != envelope.pkNames
+                or header.sql_raw != envelope.sqlType):
+            header = self._last.get((database, table))
+            if (header is None or header.mysql_raw != envelope.mysqlType or header.pk_raw != envelope.pkNames
+                    or header.sql_raw != envelope.sqlType):
+                header = self._header(envelope, database, table)
+            self._recent = header
+            self._recent_database = database
+            self._recent_table = table
+        convert = header.convert
+        table_info = header.table_info
+        structs = header.full.decode(envelope.data)
+        if not structs:
+            raise Decline("no data")  # the reference path reports it
+        changes: list[Event] = []
+        # Keyword arguments left at their defaults are not passed: each one costs on every row.
+        if op is _INSERT:
+            for item in structs:
+                changes.append(RowChange(op=op, schema=database, table=table, commit_ts=commit_ts,
+                                         columns=convert(item), table_info=table_info))
+            return changes
+        if op is _DELETE:
+            pk_set = header.pk_set
+            for item in structs:
+                row = convert(item)
+                if key_only_deletes or key_only_delete(row, pk_set):
+                    changes.append(RowChange(op=op, schema=database, table=table, commit_ts=commit_ts,
+                                             pre_columns=row, table_info=table_info, handle_key_only=True))
+                else:
+                    changes.append(RowChange(op=op, schema=database, table=table, commit_ts=commit_ts,
+                                             pre_columns=row, table_info=table_info))
+            return changes
+        # An update: as in images(), whether "old" is partial is judged per message.
+        old: list[Any] | None
+        try:
+            old = header.full.decode(envelope.old)
+        except msgspec.ValidationError:
+            old = _partial_images(header, envelope.old)
+            partial = True
+        else:
+            partial = False
+        if old is not None and len(old) != len(structs):
+            raise Decline("old and data differ in length")  # the reference path reports it
+        i = 0
+        for item in structs:
+            row = convert(item)
+            if old is None:
+                pre = Row(row)
+            elif partial:
+                # canalJSONMessage2RowChange: columns missing from "old" are unchanged.
+                image = old[i]
+                if len(image) < len(row):
+                    pre = Row(row)
+                    if image:
+                        dict.update(pre, image)
+                else:
+                    pre = Row(image)
+            else:
+                pre = convert(old[i])
+            i += 1
+            changes.append(RowChange(op=op, schema=database, table=table, commit_ts=commit_ts, columns=row,
+                                     pre_columns=pre, table_info=table_info))
+        return changes
 
     def images(self, envelope: Envelope, op: Op) -> Images:
         """The images of a row message, typed-decoded; raises one of DECLINES on anything unexpected."""

@@ -366,7 +366,9 @@ def key_only_delete(row: Mapping[str, Value], pk_names: frozenset[str]) -> bool:
 
 
 # =========================================================================== envelope
-class TiDBExtension(msgspec.Struct):
+# gc=False (here and on Envelope): they hold scalars and Raw only, never a cycle, so the cycle
+# collector need not track the one or two made per message.
+class TiDBExtension(msgspec.Struct, gc=False):
     """``_tidb`` (wire field names)."""
 
     commitTs: int = 0
@@ -382,7 +384,7 @@ class TiDBExtension(msgspec.Struct):
 NULL: Final = msgspec.Raw(b"null")
 
 
-class Envelope(msgspec.Struct):
+class Envelope(msgspec.Struct, gc=False):
     """The message with the header and images kept raw until the header picks a typed decoder."""
 
     # TiCDC always writes 0; Alibaba Canal writes its batch id (> 0); Flink's encoder omits it.
