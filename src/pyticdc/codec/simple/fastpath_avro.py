@@ -17,6 +17,7 @@ from pyticdc.codec.simple import values as V
 from pyticdc.codec.simple.avro import DML_HEAD, long_bytes
 from pyticdc.codec.simple.fastpath import compiled
 from pyticdc.codec.simple.message import MASK64, u64_as_i64
+from pyticdc.errors import EncodeError
 from pyticdc.model import ColumnInfo, Op, Row, RowChange, TableInfo, Value
 
 __all__ = ["AvroMessageReader", "AvroPlan", "avro_long", "avro_plan"]
@@ -113,8 +114,8 @@ def _avro_string_end(buf: bytes, pos: int) -> tuple[int, int]:
 
 # Lengths of a one-byte Avro string/bytes length by that byte (-1: odd, negative or longer).
 _SHORT_LENGTH: Final = tuple(b >> 1 if b < 0x80 and not b & 1 else -1 for b in range(256))
-# Values of a one-byte zigzag varint by that byte (0x80 and above: longer varints, not here).
-_SHORT_LONG: Final = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
+# Values of a one-byte zigzag varint by that byte (None from 0x80: a longer varint starts there).
+_SHORT_LONG: Final[tuple[int | None, ...]] = tuple((b >> 1) ^ -(b & 1) if b < 0x80 else None for b in range(256))
 
 # A string or bytes ``{k}`` bytes after ``pos`` (a length below 64 inline): its data is
 # buf[start:pos]. No bounds check here: a length past the end leaves ``pos`` past it, and the
@@ -129,10 +130,10 @@ _AVRO_STRING: Final = (
 # Statements decoding the value ``{k}`` bytes after ``pos`` (the key and branch byte that ``pos``
 # is at, so no separate step past them) into ``x{i}``, leaving ``pos`` after the value.
 _AVRO_VALUE: Final[dict[int, tuple[str, ...]]] = {
-    _H_LONG: ("b = buf[pos + {k}]", "if b < 0x80:", "    x{i} = zz[b]", "    pos += {k1}",
-              "elif buf[pos + {k1}] < 0x80:", "    b = (b & 0x7F) | buf[pos + {k1}] << 7",
+    _H_LONG: ("x{i} = zz[buf[pos + {k}]]", "if x{i} is not None:", "    pos += {k1}",
+              "elif buf[pos + {k1}] < 0x80:", "    b = (buf[pos + {k}] & 0x7F) | buf[pos + {k1}] << 7",
               "    x{i} = (b >> 1) ^ -(b & 1)", "    pos += {k2}", "elif buf[pos + {k2}] < 0x80:",
-              "    b = (b & 0x7F) | (buf[pos + {k1}] & 0x7F) << 7 | buf[pos + {k2}] << 14",
+              "    b = (buf[pos + {k}] & 0x7F) | (buf[pos + {k1}] & 0x7F) << 7 | buf[pos + {k2}] << 14",
               "    x{i} = (b >> 1) ^ -(b & 1)", "    pos += {k3}", "else:", "    x{i}, pos = long(buf, pos + {k})"),
     _H_F32: ("x{i} = f32(buf, pos + {k})[0]", "pos += {k4}"),
     _H_F64: ("x{i} = f64(buf, pos + {k})[0]", "pos += {k8}"),
@@ -173,28 +174,34 @@ _AVRO_MESSAGE: Final = """
 def make(template):
     seen = {}  # nine varint bytes -> a commit ts already read: the rows of a transaction share theirs
     def read(buf, f32):  # f32: as the JSON readers take it (unused)
-        if not buf.startswith(HEAD):
-            raise Decline
-        pos = HEAD_SIZE
-        b = buf[pos]
-        if b < 0x80:
-            table_id = (b >> 1) ^ -(b & 1)
-            pos += 1
+        if buf.startswith(HEAD_ID):  # the table's own id, the common case: one prefix
+            table_id = TABLE_ID
+            pos = HEAD_ID_SIZE
+        elif buf.startswith(HEAD):
+            table_id, pos = long(buf, HEAD_SIZE)
         else:
-            table_id, pos = long(buf, pos)
+            raise Decline
         kind = buf[pos]
-        pos += 1
-        raw = buf[pos:pos + 9]  # a TSO's varint: nine bytes, the varint is prefix-free
+        raw = buf[pos + 1:pos + 10]  # a TSO's varint: nine bytes, the varint is prefix-free
         commit_ts = seen.get(raw)
         if commit_ts is None:
-            start = pos
-            commit_ts, pos = long(buf, pos)
-            if pos - start == 9:
+            x = from_bytes(raw, 'little')
+            if (x & HIGH_BITS_9) == NINE_BYTES and len(raw) == 9:  # nine bytes, read inline as in avro_long
+                x &= SEVEN_BITS_9
+                x -= (x & 0x7F007F007F007F007F00) >> 1
+                x = (x & 0x00003FFF00003FFF00003FFF) | ((x >> 2) & 0x0FFFC0000FFFC0000FFFC000)
+                x = (x & 0x000000000FFFFFFF000000000FFFFFFF) | ((x >> 4) & 0x00FFFFFFF000000000FFFFFFF0000000)
+                x = (x & 0xFFFFFFFFFFFFFF) | ((x >> 8) & ~0xFFFFFFFFFFFFFF)
+                commit_ts = ((x >> 1) ^ -(x & 1)) & 18446744073709551615
                 if len(seen) >= 64:
                     seen.clear()
                 seen[raw] = commit_ts
+                pos += 10
+            else:
+                commit_ts, pos = long(buf, pos + 1)
+                commit_ts &= 18446744073709551615
         else:
-            pos += 9
+            pos += 10
         if buf[pos] < 0x80:
             pos += 1
         else:
@@ -203,31 +210,23 @@ def make(template):
             raise Decline
         pos += TAIL_SIZE
         if kind == 0:
-            if buf[pos] != 2:
-                raise Decline
-            columns, pos = image(buf, pos + 1)
+            columns, pos = image(buf, pos)
             if buf[pos] != 0 or pos + 1 != len(buf):
                 raise Decline
-            return replace(template, commit_ts=commit_ts & 18446744073709551615, columns=columns,
-                           physical_table_id=table_id)
+            return replace(template, commit_ts=commit_ts, columns=columns, physical_table_id=table_id)
         if kind == 2:
-            if buf[pos] != 2:
-                raise Decline
-            columns, pos = image(buf, pos + 1)
-            if buf[pos] != 2:
-                raise Decline
-            pre, pos = image(buf, pos + 1)
+            columns, pos = image(buf, pos)
+            pre, pos = image(buf, pos)
             if pos != len(buf):
                 raise Decline
-            return replace(template, op=UPDATE, commit_ts=commit_ts & 18446744073709551615, columns=columns,
-                           pre_columns=pre, physical_table_id=table_id)
-        if kind != 4 or buf[pos] != 0 or buf[pos + 1] != 2:
+            return replace(template, op=UPDATE, commit_ts=commit_ts, columns=columns, pre_columns=pre,
+                           physical_table_id=table_id)
+        if kind != 4 or buf[pos] != 0:
             raise Decline
-        pre, pos = image(buf, pos + 2)
+        pre, pos = image(buf, pos + 1)
         if pos != len(buf):
             raise Decline
-        return replace(template, op=DELETE, commit_ts=commit_ts & 18446744073709551615, pre_columns=pre,
-                       physical_table_id=table_id)
+        return replace(template, op=DELETE, commit_ts=commit_ts, pre_columns=pre, physical_table_id=table_id)
     return read
 """
 
@@ -255,9 +254,10 @@ class _AvroCode:
         self.names = tuple(c.name for c in columns)
         count = long_bytes(len(columns))
         # Key bytes enter the source as namespace names, not as literals.
-        keys: dict[str, Any] = {"COUNT": count}
-        lines = ["def image(buf, pos):", "    if not buf.startswith(COUNT, pos):",
-                 "        return any_order(buf, pos)", "    first = pos", f"    pos += {len(count)}"]
+        # The image starts at its union branch byte (2: a map); the first entry's constants carry
+        # that byte and the entry count, so the common image needs no separate check of them.
+        keys: dict[str, Any] = {}
+        lines = ["def image(buf, pos):", "    first = pos"]
         if not columns:  # an empty map is one 0 byte: the reference path reads it
             lines = ["def image(buf, pos):", "    raise Decline"]
         items = []
@@ -267,7 +267,7 @@ class _AvroCode:
             self.specs[key] = (column.name, branch, handler)
             if len(key) >= 64:
                 raise ValueError("key length takes more than one byte")
-            entry = bytes([len(key) << 1]) + key
+            entry = (b"\x02" + count if i == 0 else b"") + bytes([len(key) << 1]) + key
             with_value, with_null = entry + bytes([branch]), entry + bytes([0])
             keys[f"V{i}"], keys[f"N{i}"] = with_value, with_null
             # One slice compared twice (value, else null): a slice and == cost less than startswith.
@@ -283,8 +283,14 @@ class _AvroCode:
         name = table.table.encode("utf-8", "surrogateescape")
         head = DML_HEAD + long_bytes(len(schema)) + schema + long_bytes(len(name)) + name
         tail = long_bytes(u64_as_i64(table.schema_version)) + b"\x00\x00\x00"
+        try:
+            head_id = head + long_bytes(table.table_id)
+        except EncodeError:
+            raise ValueError("table id does not fit an Avro long") from None  # no fast path: avro_plan
         namespace: dict[str, Any] = {
-            **keys,
+            **keys, "HEAD_ID": head_id, "HEAD_ID_SIZE": len(head_id), "TABLE_ID": table.table_id,
+            "HIGH_BITS_9": _HIGH_BITS & ((1 << 72) - 1), "NINE_BYTES": _HIGH_BITS & ((1 << 64) - 1),
+            "SEVEN_BITS_9": _SEVEN_BITS[9],
             "Row": Row, "Decline": Decline, "long": avro_long, "slen": _SHORT_LENGTH, "zz": _SHORT_LONG,
             "from_bytes": int.from_bytes, "HIGH_BITS": _HIGH_BITS, "TEN_BYTES": _HIGH_BITS ^ (0x80 << 72),
             "SEVEN_BITS_10": _SEVEN_BITS[10], "string": _avro_string_end, "f32": _F32.unpack_from,
@@ -296,7 +302,10 @@ class _AvroCode:
         self.make_read_message: Callable[[RowChange], AvroMessageReader] = compile_function(source, "make", namespace)
 
     def _any_order(self, buf: bytes, pos: int) -> tuple[Row, int]:
-        """An image whose entries are not in table order: a loop over them, then table order."""
+        """An image (at its union branch byte) whose entries are not in table order: a loop, then table order."""
+        if buf[pos] != 2:  # null, or no union branch
+            raise Decline
+        pos += 1
         count = buf[pos]
         if not count or count >= 0x80 or count & 1:  # empty, a block with a byte size, 64 entries or more
             raise Decline
