@@ -24,7 +24,6 @@ from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
     ColumnInfo,
-    DDLEvent,
     Event,
     Op,
     Row,
@@ -41,14 +40,8 @@ class _General(simple.Encoder):
         for event in events:
             if isinstance(event, RowChange):
                 self._encode_json_row(event, append, policy)
-            elif isinstance(event, DDLEvent):
-                append(self._ddl_message(event))
-            elif isinstance(event, Watermark):
-                append(self._watermark_message(event))
-            elif isinstance(event, Bootstrap):
-                append(self._bootstrap_message(event))
             else:
-                raise EncodeError("simple", f"cannot encode {type(event).__name__}")
+                append(self._event_message(event))
 
 
 def _table(name: str, table_id: int, version: int = 1) -> TableInfo:

@@ -123,15 +123,19 @@ class Encoder(BaseEncoder):
                         append(self._bootstrap_message(Bootstrap(table_info=table, build_ts=now), now))
                 message = fast(event) if fast is not None else None
                 append(message if message is not None else self._row_message(event, fast is None))
-            elif isinstance(event, DDLEvent):
-                messages.append(self._ddl_message(event))
-            elif isinstance(event, Watermark):
-                messages.append(self._watermark_message(event))
-            elif isinstance(event, Bootstrap):
-                messages.append(self._bootstrap_message(event))
             else:
-                raise EncodeError(PROTOCOL, f"cannot encode {type(event).__name__}")
+                append(self._event_message(event))
         return messages
+
+    def _event_message(self, event: Event) -> Message:
+        """The message of an event that is not a row change (DDL, watermark, BOOTSTRAP)."""
+        if isinstance(event, DDLEvent):
+            return self._ddl_message(event)
+        if isinstance(event, Watermark):
+            return self._watermark_message(event)
+        if isinstance(event, Bootstrap):
+            return self._bootstrap_message(event)
+        raise EncodeError(PROTOCOL, f"cannot encode {type(event).__name__}")
 
     def _encode_json(self, events: Iterable[Event], append: Callable[[Message], None],
                      policy: BootstrapPolicy | None) -> None:
@@ -155,14 +159,8 @@ class Encoder(BaseEncoder):
             if type(event) is not RowChange:
                 if isinstance(event, RowChange):  # a subclass: the general way
                     self._encode_json_row(event, append, policy)
-                elif isinstance(event, DDLEvent):
-                    append(self._ddl_message(event))
-                elif isinstance(event, Watermark):
-                    append(self._watermark_message(event))
-                elif isinstance(event, Bootstrap):
-                    append(self._bootstrap_message(event))
                 else:
-                    raise EncodeError(PROTOCOL, f"cannot encode {type(event).__name__}")
+                    append(self._event_message(event))
                 table = writer = None  # looked up again for the next row (its table may be None)
                 continue
             info = event.table_info
