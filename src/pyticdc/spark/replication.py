@@ -54,6 +54,9 @@ from pyticdc.replica.storage import RemotePath, location
 from pyticdc.replica.storage import storage_options as storage_options_for
 from pyticdc.replica.store import APP_ID
 
+#: Row groups of the capture's Parquet copy (distributed engine): what a batch reads beyond its offsets.
+_CAPTURE_ROW_GROUP_BYTES = 8 << 20
+
 __all__ = ["READERS", "ReplicationSource", "SparkReplication", "capture_partitions", "read_records",
            "replication_sink"]
 
@@ -511,16 +514,22 @@ class SparkReplication:
             yield self._process(())
 
     def _run_capture_distributed(self, df: Any) -> Iterator[BatchReport]:
-        from pyspark import StorageLevel
+        import shutil
+        import uuid
 
-        # The files are parsed once: their records are cached in the executors (spilled to their disks when
-        # large) by the job that finds each partition's last offset, and every batch filters that cache
-        # (whose column statistics skip the blocks outside the batch's offsets) instead of re-reading them.
-        records = df.select("key", "value", "topic", "partition", "offset").persist(StorageLevel.MEMORY_AND_DISK)
+        # The files are parsed once, into Parquet in the warehouse sorted by partition and offset (small row
+        # groups), and each batch reads only the row groups of its offsets. A cache of the parsed records would
+        # be read whole by every batch once it spills to disk: the time per batch would grow with the capture.
+        root = Path(str(self.replicator().replica.store.internal_path("capture")))
+        shutil.rmtree(root, ignore_errors=True)  # a killed run's copy (one replication per warehouse)
+        folder = root / uuid.uuid4().hex
+        (df.select("key", "value", "topic", "partition", "offset")
+         .sortWithinPartitions("topic", "partition", "offset")
+         .write.option("parquet.block.size", str(_CAPTURE_ROW_GROUP_BYTES)).parquet(str(folder)))
         try:
-            yield from self._capture_batches(records)
+            yield from self._capture_batches(self.spark.read.parquet(str(folder)))
         finally:
-            records.unpersist()
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _capture_batches(self, df: Any) -> Iterator[BatchReport]:
         from pyspark.sql import functions as F
