@@ -309,10 +309,27 @@ def run_merge_baseline(spark: Any, capture: Path, output: Path) -> float:
     return time.perf_counter() - started
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory in MB.
+
+    Linux's VmHWM, not ``ru_maxrss``: that one survives ``exec``, so a worker would report its parent's peak
+    (the parent loaded the workload's truth) whenever that is higher.
+    """
+    import resource
+
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _worker(args: argparse.Namespace) -> int:
     # One measured run in this process: pyticdc (distributed engine) on ``--master``, then the baseline.
     import json
-    import resource
 
     from pyticdc.spark.session import spark_session
 
@@ -324,7 +341,7 @@ def _worker(args: argparse.Namespace) -> int:
     warehouse = args.data_dir / f"warehouse-{args.master.replace('[', '-').rstrip(']')}"
     seconds, batches = run_pyticdc(spark, capture, warehouse, args.batch_records, engine="distributed")
     # The driver's peak before the benchmark loads the workload's truth (its final rows: hundreds of MB at 1M).
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_mb = _peak_rss_mb()
     row_changes, truth, infos = generate(capture, size, args.tables)
     check = "skipped" if args.no_verify else verify(warehouse, truth, infos)
     baseline = None if args.no_baseline else run_merge_baseline(spark, capture, args.data_dir / "baseline-merge")
