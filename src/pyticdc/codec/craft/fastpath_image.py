@@ -12,8 +12,9 @@ lengths, so its cost does not depend on which lengths a row has and nothing is c
   table usually repeat their length kinds), else the one its bytes call for (one regex match and
   one translate); the codes are looked up in an exact dict of the one- and two-byte codes, and
   only a row with a longer one (a value of 8 KiB or more) is read again with coded_lengths;
-* value positions come from one C ``accumulate``; each value is one slice converted inline
-  (text decoded strictly, integers byte by byte through exact 128-entry tables, floats read in
+* value positions are added up inline; each value is one slice converted inline
+  (text decoded strictly, integers of up to 3 bytes byte by byte through exact 128-entry tables,
+  longer ones by one int.from_bytes, a bit check and four lane-doubling steps, floats read in
   place).
 
 ``rows_reader`` compiles the same statements into FastPath.decode's row loop, for the rows of a
@@ -30,7 +31,6 @@ import functools
 import re
 import struct
 from collections.abc import Callable, Sequence
-from itertools import accumulate
 from typing import Any, Final, NamedTuple
 
 from msgspec.structs import replace as _replace
@@ -134,6 +134,35 @@ def _byte_expression(fields: Sequence[str]) -> str:
     parts = [f"LO7[{field}]" + (f" << {7 * k}" if k else "") for k, field in enumerate(fields[:last])]
     parts.append(f"{'FIN10' if last == MAX_VARINT_LEN - 1 else 'FIN'}[{fields[last]}] << {7 * last}")
     return " | ".join(parts)
+
+
+def _lane_masks(lane: int, keep: int) -> tuple[int, int]:
+    """Masks of the low ``keep`` bits of the even and of the odd ``lane``-bit lanes of 128 bits."""
+    even = odd = 0
+    for base in range(0, 128, 2 * lane):
+        even |= ((1 << keep) - 1) << base
+        odd |= ((1 << keep) - 1) << (base + lane)
+    return even, odd
+
+
+#: By size n (1..10, any other size is no key): the bits that must match (bit 7 of every byte; of a
+#: 10th byte every bit but bit 0) and what they must be (continuation bits on all bytes but the
+#: last): CraftReader.uvarint's rules for an n-byte uvarint.
+_LONG_MASKS: Final = {n: sum(0x80 << (8 * k) for k in range(n)) | (0x7E << 72 if n == MAX_VARINT_LEN else 0)
+                      for n in range(1, MAX_VARINT_LEN + 1)}
+_LONG_BITS: Final = {n: sum(0x80 << (8 * k) for k in range(n - 1)) for n in range(1, MAX_VARINT_LEN + 1)}
+_ZERO: Final = {0: 0}
+
+
+def _long_expression(raw: str) -> str:
+    """The uvarint of ``raw`` (``n`` bytes) without a call: its little-endian int (``x``), checked
+    against _LONG_MASKS / _LONG_BITS (a KeyError otherwise), then the 7-bit groups packed together
+    in four lane-doubling steps (``y``, ``z``, ``w``)."""
+    steps = [_lane_masks(8, 7), _lane_masks(16, 14), _lane_masks(32, 28), _lane_masks(64, 56)]
+    (a1, b1), (a2, b2), (a3, b3), (a4, b4) = steps
+    packed = (f"((w := ((z := ((y := (x & {a1}) | (x & {b1}) >> 1) & {a2}) | (y & {b2}) >> 2) & {a3})"
+              f" | (z & {b3}) >> 4) & {a4}) | (w & {b4}) >> 8")
+    return f"(ZERO[(x := from_bytes({raw}, 'little')) & LONG_MASKS[n] ^ LONG_BITS[n]] | {packed})"
 
 
 def _no_long_varint(buf: bytes, at: int) -> int:
@@ -260,14 +289,16 @@ def _value(decoder: ValueDecoder, i: int) -> str:
     if decoder is decode_uvarint or decoder is decode_varint:
         kind = "uvarints" if decoder is decode_uvarint else "zigzags"
         # Inline (no call, no bytes object): one-, two- and three-byte varints (values below
-        # 2**21) byte by byte through the 128-entry tables; longer ones through long_varints.
+        # 2**21) byte by byte through the 128-entry tables; longer ones by _long_expression.
         three = f"LO7[buf[p{i}]] | LO7_7[buf[p{i} + 1]] | HI14[buf[p{i} + 2]]"
         two = f"LO7[buf[p{i}]] | HI7[buf[p{i} + 1]]"
+        longer = _long_expression(f"buf[p{i}:p{i + 1}]")
         if decoder is decode_varint:
             three = f"((v := {three}) >> 1) ^ -(v & 1)"
             two = f"((v := {two}) >> 1) ^ -(v & 1)"
+            longer = f"((v := {longer}) >> 1) ^ -(v & 1)"
         return (f"({kind}1[buf[p{i}]] if (n := p{i + 1} - p{i}) == 1 else ({two}) if n == 2 else ({three})"
-                f" if n == 3 else long_{kind}[n](buf, p{i}))")
+                f" if n == 3 else {longer})")
     if decoder is decode_text:
         return f"{raw}.decode()"  # strict: invalid UTF-8 declines (go_string replaces it)
     if decoder is decode_bytes:
@@ -282,7 +313,6 @@ def _image_lines(names: Sequence[str], decoders: Sequence[ValueDecoder], target:
     None) or assigned to ``target``; anything unusual returns None."""
     count = len(names)
     codes = ", ".join(f"c{i}" for i in range(count)) + ","
-    positions = ", ".join(f"p{i}" for i in range(count + 1))
     # The length varints read by a Struct of "B" (one byte: an int code), "H" (two bytes: an int
     # code) and "{n}s" (n bytes: bytes) fields, each code checked by the exact LENGTH lookup (a
     # KeyError declines; ANY_LENGTH then takes the longer codes): a field of the wrong kind is never
@@ -299,7 +329,10 @@ def _image_lines(names: Sequence[str], decoders: Sequence[ValueDecoder], target:
         "if chunk.isascii():",
         "    lengths = chunk.translate(LENGTHS)",
         f"    if 255 in lengths or len(chunk) != {count}: return None",
-        f"    {positions} = accumulate(lengths, initial=at + {count})",
+        # Unpacked and added up inline (cheaper than itertools.accumulate and its unpacking).
+        f"    {', '.join(f'l{i}' for i in range(count))}, = lengths",
+        f"    p0 = at + {count}",
+        *[f"    p{i + 1} = p{i} + l{i}" for i in range(count)],
         "    nulls = 1 in chunk",
         "    if nulls:",
         f"        {codes} = chunk",
@@ -336,8 +369,9 @@ def _namespace(count: int) -> dict[str, Any]:
     """The names _image_lines' statements use (a generated function's globals)."""
     tables = varint_tables()
     return {
-        "Row": Row, "accumulate": accumulate,
-        "long_uvarints": long_varints(False), "long_zigzags": long_varints(True), "f64_from": F64.unpack_from,
+        "Row": Row,
+        "f64_from": F64.unpack_from, "from_bytes": int.from_bytes, "ZERO": _ZERO, "LONG_MASKS": _LONG_MASKS,
+        "LONG_BITS": _LONG_BITS,
         "LENGTHS": _LENGTHS, "LENGTH": _short_lengths(), "ANY_LENGTH": coded_lengths(),
         "chunk_re": varints_re(count), "length_kinds": length_kinds, "DECLINE": (KeyError, struct.error),
         "last": [(struct.Struct("B" * count).unpack_from, count)],

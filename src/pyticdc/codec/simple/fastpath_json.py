@@ -68,19 +68,20 @@ _Int64: TypeAlias = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)
 _Uint64: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class JsonDml(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+class JsonDml(msgspec.Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
     """A WATERMARK or DML message with the fields the reference path reads for them, typed.
 
     Unknown fields (a DDL's ``sql``/``tableSchema``, anything else) and ``null`` where a value is
     expected fail validation and send the message to the reference path, which ignores or
     defaults them; ``data``/``old`` stay raw until the table's typed image decoder reads them.
+    The fields are in Go's order: msgspec looks a key up from the field after the last one found.
     """
 
-    type: str
     version: _Int64 = 0
     database: str = ""
     table: str = ""
     tableID: _Int64 = 0
+    type: str
     commitTs: _Uint64 = 0
     buildTs: _Int64 = 0
     schemaVersion: _Uint64 = 0
@@ -248,6 +249,9 @@ def _image_parts(
             lines += ["    " + line.format(i=i, high=high) for line in _STEPS[step]]
             lines.append(f"    x{i} = v")
     lines.append(f"{result} = Row({{" + ", ".join(items) + "})")
+    # msgspec looks a key up from the field after the last one found: fields in the wire's order
+    # (encoding/json sorts map keys by their UTF-8 bytes) find each key at the first try.
+    fields.sort(key=lambda field: field[2].name.encode("utf-8", "surrogatepass"))
     return fields, lines, nulls, zeros
 
 
@@ -342,12 +346,13 @@ class _JsonCode:
         _, update_old, old_nulls, old_zeros = _image_parts(columns, True, "pre", "o")
         update_checks = _lax_checks(data_nulls + old_nulls, data_zeros + old_zeros)
         image = msgspec.defstruct("SimpleJsonLaxImage", image_fields, forbid_unknown_fields=True, gc=False)
+        # The members in Go's field order (see _image_parts on msgspec's key lookup).
         message_type = msgspec.defstruct("SimpleJsonLaxMessage", [
-            ("type", Literal["INSERT", "UPDATE", "DELETE"]), ("version", _LAX_INT64, 0),
+            ("version", _LAX_INT64, 0),
             # database, table and schemaVersion are required: a message without one is not
             # this table's (a fresh decoder reads it as a row of table "" or version 0).
-            ("database", Literal[table.schema]), ("table", Literal[table.table]),
-            ("tableID", _LAX_INT64, 0), ("commitTs", _UNSIGNED63 | _NO_FLOAT | _NO_STR, 0),
+            ("database", Literal[table.schema]), ("table", Literal[table.table]), ("tableID", _LAX_INT64, 0),
+            ("type", Literal["INSERT", "UPDATE", "DELETE"]), ("commitTs", _UNSIGNED63 | _NO_FLOAT | _NO_STR, 0),
             ("buildTs", _LAX_INT64, 0), ("schemaVersion", Literal[table.schema_version] | _NO_FLOAT | _NO_STR),
             # encoding/json leaves both out when empty/false (omitempty): present, they take the two-pass path
             ("claimCheckLocation", _NO_STR, ""), ("handleKeyOnly", _NO_STR, False),

@@ -33,7 +33,7 @@ from pyticdc.codec.simple import values as V
 from pyticdc.codec.simple.fastpath import compiled
 from pyticdc.codec.simple.message import MASK64
 from pyticdc.errors import EncodeError
-from pyticdc.model import Op, RowChange, TableInfo
+from pyticdc.model import Op, Row, RowChange, TableInfo
 
 __all__ = ["WRITER_DECLINES", "JsonRowWriter", "json_row_writer"]
 
@@ -61,6 +61,8 @@ _SMALL_INTS: Final = tuple(str(i) for i in range(1024))
 _pack32: Final = struct.Struct("<f").pack
 _unpack32: Final = struct.Struct("<f").unpack
 _dumps: Final = orjson.dumps
+#: The fewest columns for which a Row's key order is checked to take its values in one go.
+_KEY_CHECK_MIN: Final = 12
 #: What msgspec refuses in a renamed field: the characters a JSON string escapes.
 _NEEDS_ESCAPE: Final = re.compile(r'[\x00-\x1f"\\]')
 
@@ -131,7 +133,13 @@ def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, t
         # One C call takes every column's value (KeyError for a missing one: a decline).
         if count == 1:
             return f"        {var}{ordered[0]} = {name}[{literal(specs[ordered[0]].name)}]"
-        return f"        {', '.join(f'{var}{i}' for i in range(count))} = columns_of({name})"
+        unpacked = ", ".join(f"{var}{i}" for i in range(count))
+        if count < _KEY_CHECK_MIN:
+            return f"        {unpacked} = columns_of({name})"
+        # A Row whose keys are the columns in table order (as rows mostly are) gives its values in
+        # that order, in fewer steps than a lookup per column (from about a dozen columns on).
+        return (f"        if type({name}) is Row and [*{name}] == NAMES: {unpacked} = {name}.values()\n"
+                f"        else: {unpacked} = columns_of({name})")
 
     def image(var: str) -> str:
         return written([f"None if {var}{i} is None else ({_expression(i, specs[i], f'{var}{i}', struct)})"
@@ -285,6 +293,7 @@ def _build(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter | None:
         "general": _general_fragment if image is None else _general_raw,
         "f32": _f32_text, "f64": _f64_text, "F32": _F32_TEXTS, "F64": _F64_TEXTS,
         "columns_of": operator.itemgetter(*names) if len(names) > 1 else None, "SMALL": _SMALL_INTS,
+        "Row": Row, "NAMES": names,
     }
     writer: JsonRowWriter = compile_function(_source(specs, delete_handle_only, image is not None, table), "write",
                                              namespace)
