@@ -34,6 +34,7 @@ progress' offsets.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,8 +57,10 @@ from pyticdc.replica.store import APP_ID
 
 #: Row groups of the capture's Parquet copy (distributed engine): what a batch reads beyond its offsets.
 _CAPTURE_ROW_GROUP_BYTES = 8 << 20
+#: Fewest records per file of the capture's Parquet copy (a batch's share of a file is 1/4 of a core's).
+_CAPTURE_FILE_MIN_RECORDS = 5_000
 
-__all__ = ["READERS", "ReplicationSource", "SparkReplication", "capture_partitions", "read_records",
+__all__ = ["READERS", "CaptureCopy", "ReplicationSource", "SparkReplication", "capture_partitions", "read_records",
            "replication_sink"]
 
 TopicPartition = tuple[str, int]
@@ -292,6 +295,53 @@ def _prefetched(items: Iterator[Any], size: int) -> Iterator[Any]:
         stop.set()
 
 
+@dataclass(frozen=True)
+class CaptureCopy:
+    """The capture's Parquet copy: per file, the offsets it holds of each partition."""
+
+    schema: Any
+    #: (path, ((topic, partition, first offset, last offset), ...)); lines that are no record have partition -1.
+    files: tuple[tuple[str, tuple[tuple[str, int, int, int], ...]], ...]
+
+    @classmethod
+    def of(cls, folder: Path, schema: Any) -> CaptureCopy:
+        """The copy in ``folder`` (reads its topic, partition and offset columns, one file at a time)."""
+        import pyarrow.parquet as pq
+
+        files = []
+        for path in sorted(folder.glob("*.parquet")):
+            table = pq.read_table(path, columns=["topic", "partition", "offset"])
+            bounds = table.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
+            held = tuple(sorted(zip(*(bounds.column(name).to_pylist()
+                                      for name in ("topic", "partition", "offset_min", "offset_max")))))
+            if held:
+                files.append((str(path), held))
+        return cls(schema, tuple(files))
+
+    def paths(self, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> list[str]:
+        """The files holding records of ``ranges`` ((topic, partition) → [begin, stop)), and lines if asked."""
+        out = []
+        for path, held in self.files:
+            for topic, partition, first, last in held:
+                wanted = ranges.get((topic, partition))
+                if (lines and partition < 0) or (wanted is not None and first < wanted[1] and last >= wanted[0]):
+                    out.append(path)
+                    break
+        return out
+
+    def read(self, spark: Any, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> Any:
+        """A DataFrame over the files of ``ranges`` (the caller still filters by offsets).
+
+        One scan per file, unioned: each task then reads one stretch of one file, in offset order (the decode's
+        re-send marks stay Spark columns), where one scan over many files packs several into a task, largest
+        first.
+        """
+        frames = [spark.read.schema(self.schema).parquet(path) for path in self.paths(ranges, lines=lines)]
+        if not frames:
+            return spark.createDataFrame([], self.schema)
+        return functools.reduce(lambda left, right: left.union(right), frames)
+
+
 def _json(offsets: Mapping[TopicPartition, int]) -> str:
     from pyticdc.io.kafka import offsets_json
 
@@ -523,15 +573,21 @@ class SparkReplication:
         root = Path(str(self.replicator().replica.store.internal_path("capture")))
         shutil.rmtree(root, ignore_errors=True)  # a killed run's copy (one replication per warehouse)
         folder = root / uuid.uuid4().hex
+        # Files of a few batch fractions each: a batch reads only the files of its offsets, and Spark splits
+        # those evenly among its cores (splits of the whole copy would give one task most of a batch's rows).
+        parallelism = max(1, int(self.spark.sparkContext.defaultParallelism))
+        per_file = max(_CAPTURE_FILE_MIN_RECORDS, self.batch_records // (4 * parallelism))
         (df.select("key", "value", "topic", "partition", "offset")
          .sortWithinPartitions("topic", "partition", "offset")
-         .write.option("parquet.block.size", str(_CAPTURE_ROW_GROUP_BYTES)).parquet(str(folder)))
+         .write.option("parquet.block.size", str(_CAPTURE_ROW_GROUP_BYTES))
+         .option("maxRecordsPerFile", str(per_file)).parquet(str(folder)))
         try:
-            yield from self._capture_batches(self.spark.read.parquet(str(folder)))
+            copy = self.spark.read.parquet(str(folder))
+            yield from self._capture_batches(copy, CaptureCopy.of(folder, copy.schema))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _capture_batches(self, df: Any) -> Iterator[BatchReport]:
+    def _capture_batches(self, df: Any, copy: CaptureCopy | None = None) -> Iterator[BatchReport]:
         from pyspark.sql import functions as F
 
         # Batches are offset ranges per partition (about batch_records records each), read by the executors;
@@ -561,8 +617,10 @@ class SparkReplication:
             for (topic, partition), begin in todo.items():
                 condition = condition | ((F.col("topic") == topic) & (F.col("partition") == partition)
                                          & (F.col("offset") >= begin) & (F.col("offset") < stops[(topic, partition)]))
+            frame = df if copy is None else copy.read(self.spark, {tp: (begin, stops[tp]) for tp, begin in
+                                                                  todo.items()}, lines=first)
             first = False
-            yield self._process(df.where(condition))
+            yield self._process(frame.where(condition))
             if not todo:
                 return
 

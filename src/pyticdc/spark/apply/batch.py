@@ -7,8 +7,9 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
     mark         Spark columns: re-sent rows dropped (each row's resolved ts before it from the decode
                  task's running watermark and the plan's carry per task), segment level; staged rows of the
                  last batch unioned (a Python mapInArrow only when a task read a partition out of order)
-    de-dup       by table, dropDuplicates on the change identity            (persisted; a summary collected);
-                 with ``_source_*`` columns the first delivery of each change is kept (first_deliveries)
+    de-dup       by table: the marked rows persisted, dropDuplicates on the change identity only when an
+                 identity repeats (a narrow hash aggregate says); a summary collected; with ``_source_*``
+                 columns the first delivery of each change is kept (first_deliveries)
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
     per level    net change per (table, handle) with max_by (the winner's record: its ``_source_*`` columns),
                  then the engine applies every table's segment of the level in one job; tables with a history
@@ -225,8 +226,8 @@ class DistributedReplicator:
         for topic, count in _counts(plan.next_offsets).items():
             self.partitions[topic] = max(self.partitions.get(topic, 0), count)
         report.records = plan.records + len(plan.lines)
-        changes = self._changes(decoded, plan, version, schemas, dropped)
-        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
+        changes = self._changes(decoded, plan, version, schemas, dropped, cached)
+        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)  # a no-op when it is the persisted marked rows
         cached.append(changes)
         limit = plan.limit
         summary = (changes.groupBy("tkey", "level", (F.col("ts") > limit).alias("pending"))
@@ -315,8 +316,12 @@ class DistributedReplicator:
         return frames
 
     def _marked(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
-                only_held: bool = False) -> Any:
-        """The change rows of the batch, held rows typed where their schema is known, marked, de-duplicated."""
+                only_held: bool = False, cached: list[Any] | None = None) -> Any:
+        """The change rows of the batch, held rows typed where their schema is known, marked, de-duplicated.
+
+        With ``cached``, the marked rows are persisted (and listed there) and de-duplicated only if an identity
+        repeats: a feed re-sends rarely, and de-duplicating sorts every wide row.
+        """
         from pyspark.sql import functions as F
 
         schema = _spark_schema(CHANGE_SCHEMA)
@@ -338,15 +343,25 @@ class DistributedReplicator:
         assert union is not None  # the decoded frame is always a source
         # One shuffle of the wide rows, by table: the de-duplication (an identity names its table), the net
         # change per (table, handle) and the apply grouped by table all run in that partitioning.
+        keyed = union.repartition("tkey")
         if set(SOURCE_COLUMNS) & set(self.replica.modelling.metadata_columns):
-            return first_deliveries(union.repartition("tkey"))
-        return union.repartition("tkey").dropDuplicates(["tkey", "ident"])
+            return first_deliveries(keyed)
+        if cached is None:
+            return keyed.dropDuplicates(["tkey", "ident"])
+        from pyspark import StorageLevel
+
+        keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(keyed)
+        # Grouped in the tkey partitioning (no shuffle), on two narrow columns: a hash aggregate.
+        if keyed.groupBy("tkey", "ident").count().where(F.col("count") > 1).isEmpty():
+            return keyed
+        return keyed.dropDuplicates(["tkey", "ident"])
 
     def _changes(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
-                 dropped: list[bytes]) -> Any:
+                 dropped: list[bytes], cached: list[Any]) -> Any:
         from pyspark.sql import functions as F
 
-        changes = self._marked(decoded, plan, version, schemas)
+        changes = self._marked(decoded, plan, version, schemas, cached=cached)
         if schemas is None:
             return changes
         # Held rows below the limit are the quarantined ones (the others hold the limit below them).
