@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec import simple
-from pyticdc.codec.base import Message
 from pyticdc.codec.simple import fastpath_json, writer_json
-from pyticdc.errors import DecodeError, EncodeError
+from pyticdc.errors import DecodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
+from simple_encoders import ReferenceEncoder, encoded
 from strategies import awkward_image, row_images, tables, tsos
 
 _AWKWARD = st.sampled_from([
@@ -33,21 +33,9 @@ _AWKWARD = st.sampled_from([
 ])
 
 
-class _Reference(simple.Encoder):
-    def _fast_json_message(self, row: RowChange) -> Message | None:
-        return None
-
-
-def _encoded(encoder: simple.Encoder, events: list[Event]) -> list[Message] | str:
-    try:
-        return encoder.encode(events)
-    except EncodeError as exc:
-        return f"EncodeError: {exc}"
-
-
 def _pair() -> tuple[simple.Encoder, simple.Encoder]:
     return (simple.Encoder(clock=lambda: 1_700_000_000_123, auto_bootstrap=False),
-            _Reference(clock=lambda: 1_700_000_000_123, auto_bootstrap=False))
+            ReferenceEncoder(clock=lambda: 1_700_000_000_123, auto_bootstrap=False))
 
 
 class _Mapping(Mapping[str, Any]):
@@ -118,9 +106,9 @@ def test_wide_rows_in_any_shape_equal_reference(rows: list[RowChange], data: st.
                                 columns=images[0], pre_columns=images[1], table_id=row.table_id,
                                 physical_table_id=row.physical_table_id, table_info=row.table_info))
     fast, reference = _pair()
-    assert _encoded(fast, events) == _encoded(reference, events)
+    assert encoded(fast, events) == encoded(reference, events)
     for event in events:
-        assert _encoded(fast, [event]) == _encoded(reference, [event])
+        assert encoded(fast, [event]) == encoded(reference, [event])
 
 
 def _wide_table() -> TableInfo:
@@ -157,7 +145,7 @@ def test_a_row_in_table_order_takes_the_writer(op: Op) -> None:
     assert len(_VALUES) >= writer_json._KEY_CHECK_MIN
     fast, reference = _pair()
     assert fast._fast_json_message(row) is not None
-    assert _encoded(fast, [row]) == _encoded(reference, [row])
+    assert encoded(fast, [row]) == encoded(reference, [row])
     # the same images in another key order, as plain dicts: the lookup per column, the same bytes
     rng = random.Random(3)
     for how in (1, 2, 3, 4):
@@ -165,7 +153,7 @@ def test_a_row_in_table_order_takes_the_writer(op: Op) -> None:
                              physical_table_id=7, columns=_reshaped(row.columns, how, rng),
                              pre_columns=_reshaped(row.pre_columns, how, rng), table_info=row.table_info)
         assert fast._fast_json_message(reshaped) is not None
-        assert _encoded(fast, [reshaped]) == _encoded(reference, [row])
+        assert encoded(fast, [reshaped]) == encoded(reference, [row])
 
 
 @pytest.mark.parametrize("change", ["drop", "extra", "rename"])
@@ -182,7 +170,7 @@ def test_a_row_without_the_table_columns_equals_reference(change: str) -> None:
     event = RowChange(op=Op.INSERT, schema="s", table="t", commit_ts=row.commit_ts, table_id=7, physical_table_id=7,
                       columns=Row(values), table_info=row.table_info)
     fast, reference = _pair()
-    assert _encoded(fast, [event]) == _encoded(reference, [event])
+    assert encoded(fast, [event]) == encoded(reference, [event])
 
 
 # --------------------------------------------------------------------------- decoding

@@ -21,11 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyticdc.codec import simple
-from pyticdc.codec.base import Message
 from pyticdc.codec.jsontext import format_float32_f, format_float64_f
 from pyticdc.codec.simple import values, writer_json
-from pyticdc.errors import EncodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
+from simple_encoders import ReferenceEncoder, encoded
 from strategies import awkward_image, row_changes
 
 _AWKWARD = st.sampled_from([
@@ -35,22 +34,10 @@ _AWKWARD = st.sampled_from([
 ])
 
 
-class _Reference(simple.Encoder):
-    def _fast_json_message(self, row: RowChange) -> Message | None:
-        return None
-
-
-def _encoded(encoder: simple.Encoder, events: list[Event]) -> list[Message] | str:
-    try:
-        return encoder.encode(events)
-    except EncodeError as exc:
-        return f"EncodeError: {exc}"
-
-
 def _pair(options: dict[str, Any] | None = None) -> tuple[simple.Encoder, simple.Encoder]:
     options = options or {}
     return (simple.Encoder(options, clock=lambda: 1_700_000_000_123, auto_bootstrap=False),
-            _Reference(options, clock=lambda: 1_700_000_000_123, auto_bootstrap=False))
+            ReferenceEncoder(options, clock=lambda: 1_700_000_000_123, auto_bootstrap=False))
 
 
 @settings(max_examples=80, deadline=None)
@@ -71,9 +58,9 @@ def test_updates_sharing_values_equal_reference(rows: list[RowChange], data: st.
                                 pre_columns=post, table_id=row.table_id, physical_table_id=row.physical_table_id,
                                 row_id=row.row_id, table_info=row.table_info))
     fast, reference = _pair()
-    assert _encoded(fast, events) == _encoded(reference, events)
+    assert encoded(fast, events) == encoded(reference, events)
     for event in events:
-        assert _encoded(fast, [event]) == _encoded(reference, [event])
+        assert encoded(fast, [event]) == encoded(reference, [event])
 
 
 _TABLE = TableInfo(
@@ -101,9 +88,9 @@ def test_remembered_float_texts_equal_reference(values: list[float]) -> None:
     events: list[Event] = [_insert(i, v, v) for i, v in enumerate(values)]
     fast, reference = _pair()
     assert fast._fast_json_message(_insert(0, values[0], values[0])) is not None
-    assert _encoded(fast, events) == _encoded(reference, events)
+    assert encoded(fast, events) == encoded(reference, events)
     for event in events:
-        assert _encoded(fast, [event]) == _encoded(reference, [event])
+        assert encoded(fast, [event]) == encoded(reference, [event])
 
 
 @pytest.mark.parametrize(("pre", "post"), [
@@ -117,7 +104,7 @@ def test_equal_values_that_are_other_objects_are_written_afresh(pre: dict[str, o
                       pre_columns=Row(pre), table_id=3, physical_table_id=3, table_info=_TABLE)
     fast, reference = _pair()
     assert fast._fast_json_message(event) is not None
-    assert _encoded(fast, [event]) == _encoded(reference, [event])
+    assert encoded(fast, [event]) == encoded(reference, [event])
 
 
 def test_float_texts_are_bounded() -> None:
@@ -181,7 +168,7 @@ def test_images_are_structs_unless_a_name_needs_an_escape(name: str, struct: boo
     ]
     fast, reference = _pair()
     assert fast._fast_json_message(insert) is not None
-    assert _encoded(fast, events) == _encoded(reference, events)
+    assert encoded(fast, events) == encoded(reference, events)
 
 
 _FLOAT32S = st.floats(width=32, allow_nan=False, allow_infinity=False)
@@ -236,4 +223,4 @@ def test_integer_texts_equal_reference(value: object) -> None:
     fast, reference = _pair()
     if type(value) is int and 0 <= value < 2**7:  # the fast writer takes the row
         assert fast._fast_json_message(events[0]) is not None  # type: ignore[arg-type]
-    assert _encoded(fast, events) == _encoded(reference, events)
+    assert encoded(fast, events) == encoded(reference, events)
