@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from pyticdc.codec import simple
 from pyticdc.codec.base import Message
 from pyticdc.codec.simple.policy import BootstrapPolicy, TableRecord
-from pyticdc.errors import EncodeError
 from pyticdc.model import (
     Bootstrap,
     ColumnFlag,
@@ -31,6 +30,7 @@ from pyticdc.model import (
     TableInfo,
     Watermark,
 )
+from simple_encoders import encoded
 
 
 class _General(simple.Encoder):
@@ -87,13 +87,6 @@ def _events(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-def _run(encoder: simple.Encoder, events: list[Event]) -> list[Message] | str:
-    try:
-        return encoder.encode(events)
-    except EncodeError as exc:
-        return f"EncodeError: {exc}"
-
-
 def _records(policy: BootstrapPolicy) -> list[tuple[object, ...]]:
     return [astuple(record) for record in (policy.record(key) for key in sorted(policy._tables)) if record]
 
@@ -112,7 +105,7 @@ def test_row_loop_equals_the_general_loop(events: list[Event], batches: int, ste
     general = _General(options, clock=clocks[1])
     size = -(-len(events) // batches)
     for at in range(0, len(events), size):  # the policy's records carry over from batch to batch
-        assert _run(fast, events[at:at + size]) == _run(general, events[at:at + size])
+        assert encoded(fast, events[at:at + size]) == encoded(general, events[at:at + size])
         assert clocks[0].readings == clocks[1].readings
         assert _records(fast.bootstrap_policy) == _records(general.bootstrap_policy)
 
@@ -153,7 +146,7 @@ def test_row_loop_at_the_policy_boundaries() -> None:
             options = {"send-bootstrap-in-msg-count": count, "send-bootstrap-interval-in-sec": interval}
             fast = simple.Encoder(options, clock=_Clock(times))
             general = _General(options, clock=_Clock(times))
-            assert _run(fast, rows) == _run(general, rows)
+            assert encoded(fast, rows) == encoded(general, rows)
             assert _records(fast.bootstrap_policy) == _records(general.bootstrap_policy)
 
 
