@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import PK, column, delete, insert, table, update
+from fast_paths import open_fast_decode
 from pyticdc.codec import open_protocol
-from pyticdc.codec._fastpath import DECLINES
 from pyticdc.codec.open_protocol import fastpath
 from pyticdc.errors import DecodeError
 from pyticdc.model import ColumnFlag, Event, RowChange
@@ -26,14 +26,6 @@ def _typed(events: list[Event]) -> list[Any]:
     return [(event, [None if image is None else [(k, type(v), v) for k, v in image.items()]
                      for image in (event.columns, event.pre_columns)] if isinstance(event, RowChange) else None)
             for event in events]
-
-
-def _fast(decoder: open_protocol.Decoder, key: bytes, value: bytes) -> list[Event] | None:
-    assert decoder._fast is not None
-    try:
-        return decoder._fast.decode(key, value)
-    except DECLINES:
-        return None
 
 
 @settings(max_examples=150, deadline=None)
@@ -50,7 +42,7 @@ def test_fast_path_agrees_with_the_reference_path(rows: list[RowChange], batch: 
         assert message.key is not None and message.value is not None
         reference = decoder.decode_reference(message.value, message.key)
         decoder._fast.learn(reference)  # type: ignore[union-attr]
-        fast = _fast(decoder, message.key, message.value)
+        fast = open_fast_decode(decoder, message.key, message.value)
         if fast is not None:
             assert _typed(fast) == _typed(reference)
             assert [e.table_info for e in fast] == [e.table_info for e in reference]  # type: ignore[union-attr]
@@ -86,7 +78,7 @@ def test_fast_path_takes_the_common_messages() -> None:
     for key, value in _messages():
         reference = decoder.decode_reference(value, key)
         decoder._fast.learn(reference)  # type: ignore[union-attr]
-        fast = _fast(decoder, key, value)
+        fast = open_fast_decode(decoder, key, value)
         assert fast is not None
         assert _typed(fast) == _typed(reference)
 
@@ -106,7 +98,7 @@ def test_fast_path_on_hostile_bytes(seed: int, cut: bool) -> None:
         del mutated[at:at + rng.randint(1, 3)]
     for _ in range(rng.randint(1, 3)):
         mutated[rng.randrange(len(mutated))] = rng.choice([rng.randrange(256), *b'"-0{}:,\\tfu'])
-    fast = _fast(decoder, key, bytes(mutated))
+    fast = open_fast_decode(decoder, key, bytes(mutated))
     try:
         reference: list[Event] | None = decoder.decode_reference(bytes(mutated), key)
     except DecodeError:
@@ -124,7 +116,7 @@ def test_a_negative_zero_in_any_row_of_a_batch_is_read_with_its_sign() -> None:
     assert b'"v":-0}' in message.value
     decoder = open_protocol.Decoder()
     decoder._fast.learn(decoder.decode_reference(message.value, message.key))  # type: ignore[union-attr]
-    assert _fast(decoder, message.key, message.value) is None
+    assert open_fast_decode(decoder, message.key, message.value) is None
     [*_, last] = decoder.decode(message.value, message.key)
     assert isinstance(last, RowChange) and last.columns is not None
     assert str(last.columns["f"]) == "-0.0"
@@ -144,7 +136,7 @@ def test_a_batch_of_two_tables_takes_each_table_its_plan() -> None:
     assert batched, "the encoder put the four rows in one message"
     for message in batched:
         assert message.key is not None and message.value is not None
-        fast = _fast(decoder, message.key, message.value)
+        fast = open_fast_decode(decoder, message.key, message.value)
         reference = decoder.decode_reference(message.value, message.key)
         assert fast is not None and _typed(fast) == _typed(reference)
         assert [e.table_info for e in fast] == [e.table_info for e in reference]  # type: ignore[union-attr]

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import PK, column, delete, insert, table, update
+from fast_paths import open_fast_decode
 from pyticdc.codec import open_protocol
-from pyticdc.codec._fastpath import DECLINES
 from pyticdc.codec.base import Message
 from pyticdc.codec.open_protocol import encoder as open_encoder
 from pyticdc.codec.open_protocol.writer import WRITER_DECLINES, row_writer
@@ -115,29 +115,27 @@ _NUMBERS = table(column("id", 8, PK), column("i", 3, ColumnFlag.NULLABLE), colum
                  column("d", 5, ColumnFlag.NULLABLE), column("s", 15, text=True), schema="s", name="n")
 
 
-def _fast(decoder: open_protocol.Decoder, key: bytes, value: bytes) -> list[Event] | None:
-    assert decoder._fast is not None
-    try:
-        return decoder._fast.decode(key, value)
-    except DECLINES:
-        return None
+def _learnt(event: RowChange) -> tuple[bytes, bytes, open_protocol.Decoder]:
+    """One event's message (key, value) and a decoder whose fast path has learnt its table and takes it."""
+    [message] = open_protocol.Encoder().encode([event])
+    assert message.key is not None and message.value is not None
+    decoder = open_protocol.Decoder()
+    decoder._fast.learn(decoder.decode_reference(message.value, message.key))  # type: ignore[union-attr]
+    assert open_fast_decode(decoder, message.key, message.value) is not None
+    return message.key, message.value, decoder
 
 
 @pytest.mark.parametrize("column_name", ["i", "f", "d", "id"])
 def test_a_negative_zero_number_value_declines(column_name: str) -> None:
     row = {"id": 5, "i": 7, "f": 1.5, "d": 2.5, "s": b"-0 in text, -0"}
-    decoder = open_protocol.Decoder()
-    [plain] = open_protocol.Encoder().encode([insert(_NUMBERS, row)])
-    assert plain.key is not None and plain.value is not None
-    decoder._fast.learn(decoder.decode_reference(plain.value, plain.key))  # type: ignore[union-attr]
-    assert _fast(decoder, plain.key, plain.value) is not None  # "-0" inside a string is no number
+    _key, _value, decoder = _learnt(insert(_NUMBERS, row))  # taken: "-0" inside a string is no number
     [message] = open_protocol.Encoder().encode([insert(_NUMBERS, {**row, column_name: 0})])
     assert message.key is not None and message.value is not None
     doc = message.value[8:]
     at = doc.index(b'"v":0', doc.index(f'"{column_name}":{{"t":'.encode()))
     doc = doc[:at] + b'"v":-0' + doc[at + 5:]
     value = len(doc).to_bytes(8, "big") + doc
-    assert _fast(decoder, message.key, value) is None
+    assert open_fast_decode(decoder, message.key, value) is None
     try:
         reference = decoder.decode(value, message.key)
     except DecodeError:
@@ -156,33 +154,25 @@ def test_zero_number_values_without_a_negative_zero_stay_on_the_fast_path() -> N
     decoder = open_protocol.Decoder()
     reference = decoder.decode_reference(message.value, message.key)
     decoder._fast.learn(reference)  # type: ignore[union-attr]
-    assert _fast(decoder, message.key, message.value) == reference
+    assert open_fast_decode(decoder, message.key, message.value) == reference
 
 
 def test_a_null_in_a_not_null_column_declines() -> None:
     info = table(column("id", 8, PK), column("c", 254), column("n", 3), schema="s", name="nn")
-    [message] = open_protocol.Encoder().encode([insert(info, {"id": 1, "c": b"x", "n": 2})])
-    assert message.key is not None and message.value is not None
-    decoder = open_protocol.Decoder()
-    decoder._fast.learn(decoder.decode_reference(message.value, message.key))  # type: ignore[union-attr]
-    assert _fast(decoder, message.key, message.value) is not None
+    key, plain, decoder = _learnt(insert(info, {"id": 1, "c": b"x", "n": 2}))
     for old, new in [(b'"v":"x"', b'"v":null'), (b'"v":2', b'"v":null'), (b',"v":2', b"")]:
-        doc = message.value[8:].replace(old, new)
+        doc = plain[8:].replace(old, new)
         value = len(doc).to_bytes(8, "big") + doc
-        assert _fast(decoder, message.key, value) is None
-        assert decoder.decode(value, message.key) == decoder.decode_reference(value, message.key)
+        assert open_fast_decode(decoder, key, value) is None
+        assert decoder.decode(value, key) == decoder.decode_reference(value, key)
 
 
 def test_fast_path_declines_other_keys() -> None:
-    [message] = open_protocol.Encoder().encode([insert(_NUMBERS, {"id": 1, "i": 1, "f": 1.0, "d": 1.0, "s": b"a"})])
-    assert message.key is not None and message.value is not None
-    decoder = open_protocol.Decoder()
-    decoder._fast.learn(decoder.decode_reference(message.value, message.key))  # type: ignore[union-attr]
-    assert _fast(decoder, message.key, message.value) is not None
+    plain, value, decoder = _learnt(insert(_NUMBERS, {"id": 1, "i": 1, "f": 1.0, "d": 1.0, "s": b"a"}))
     for old, new in [(b'"t":1}', b'"t":2}'), (b'"t":1}', b'"t":1,"ccl":"x"}'), (b'"t":1}', b'"ohk":false}')]:
-        key_json = message.key[16:].replace(old, new)
-        key = message.key[:8] + len(key_json).to_bytes(8, "big") + key_json
-        assert _fast(decoder, key, message.value) is None
+        key_json = plain[16:].replace(old, new)
+        key = plain[:8] + len(key_json).to_bytes(8, "big") + key_json
+        assert open_fast_decode(decoder, key, value) is None
 
 
 def test_row_writer_declines_while_another_thread_fills_its_structs() -> None:

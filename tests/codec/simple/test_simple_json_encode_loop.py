@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_paths import encoded
 from pyticdc.codec import simple
 from pyticdc.codec.base import Message
 from pyticdc.codec.simple.policy import BootstrapPolicy, TableRecord
@@ -30,7 +31,6 @@ from pyticdc.model import (
     TableInfo,
     Watermark,
 )
-from simple_encoders import encoded
 
 
 class _General(simple.Encoder):

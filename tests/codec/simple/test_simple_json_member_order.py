@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_paths import ReferenceEncoder, encoded
 from pyticdc.codec import simple
 from pyticdc.codec.simple import fastpath_json, writer_json
 from pyticdc.errors import DecodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
-from simple_encoders import ReferenceEncoder, encoded
 from strategies import awkward_image, row_images, tables, tsos
 
 _AWKWARD = st.sampled_from([

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_paths import ReferenceEncoder, encoded
 from pyticdc.codec import simple
 from pyticdc.codec.jsontext import format_float32_f, format_float64_f
 from pyticdc.codec.simple import values, writer_json
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
-from simple_encoders import ReferenceEncoder, encoded
 from strategies import awkward_image, row_changes
 
 _AWKWARD = st.sampled_from([
