@@ -35,6 +35,7 @@ def test_a_batch_reads_exactly_the_files_holding_its_offsets(tmp_path: Path) -> 
     _write(tmp_path / "copy", records, per_file=400, per_group=64)
     copy = CaptureCopy.of(tmp_path / "copy", None)
     assert len(copy.files) == 8
+    assert copy.last_offsets() == {tp: count - 1 for tp, count in next_offset.items()}  # the line left out
     contents = {path: set(zip(*pq.read_table(path, columns=["topic", "partition", "offset"]).to_pydict().values()))
                 for path, _ in copy.files}
     for _ in range(40):

@@ -318,6 +318,15 @@ class CaptureCopy:
                 files.append((str(path), held))
         return cls(schema, tuple(files))
 
+    def last_offsets(self) -> dict[TopicPartition, int]:
+        """Each partition's last offset in the copy (lines that are no record left out)."""
+        ends: dict[TopicPartition, int] = {}
+        for _path, held in self.files:
+            for topic, partition, _first, last in held:
+                if partition >= 0:
+                    ends[(topic, partition)] = max(last, ends.get((topic, partition), last))
+        return ends
+
     def paths(self, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> list[str]:
         """The files holding records of ``ranges`` ((topic, partition) → [begin, stop)), and lines if asked."""
         out = []
@@ -567,8 +576,8 @@ class SparkReplication:
         import shutil
         import uuid
 
-        # The files are parsed once, into Parquet in the warehouse sorted by partition and offset (small row
-        # groups), and each batch reads only the row groups of its offsets. A cache of the parsed records would
+        # The files are parsed once, into Parquet in the warehouse sorted by partition and offset (small files
+        # of small row groups), and each batch reads only the files of its offsets. A cache of the parsed records would
         # be read whole by every batch once it spills to disk: the time per batch would grow with the capture.
         root = Path(str(self.replicator().replica.store.internal_path("capture")))
         shutil.rmtree(root, ignore_errors=True)  # a killed run's copy (one replication per warehouse)
@@ -582,26 +591,19 @@ class SparkReplication:
          .write.option("parquet.block.size", str(_CAPTURE_ROW_GROUP_BYTES))
          .option("maxRecordsPerFile", str(per_file)).parquet(str(folder)))
         try:
-            copy = self.spark.read.parquet(str(folder))
-            yield from self._capture_batches(copy, CaptureCopy.of(folder, copy.schema))
+            yield from self._capture_batches(CaptureCopy.of(folder, self.spark.read.parquet(str(folder)).schema))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _capture_batches(self, df: Any, copy: CaptureCopy | None = None) -> Iterator[BatchReport]:
+    def _capture_batches(self, copy: CaptureCopy) -> Iterator[BatchReport]:
         from pyspark.sql import functions as F
 
-        # Batches are offset ranges per partition (about batch_records records each), read by the executors;
-        # the driver only learns each partition's last offset. Lines that are no record (partition -1) go
-        # with the first batch.
-        groups = df.groupBy("topic", "partition").agg(F.max("offset").alias("last")).collect()
-        ends = {(r["topic"], r["partition"]): r["last"] for r in groups if r["partition"] >= 0}
-        if self._partitions is None:
-            # The same scan gives the partition counts: no second pass over the files on the driver.
-            self._partitions = _counts(ends)
-            if not groups:  # lines that are no record (partition -1) still go to the quarantine
-                raise ConfigError(f"no records to replicate in {self.source.describe()}")
         from pyticdc.io.kafka import cap_offsets
 
+        # Batches are offset ranges per partition (about batch_records records each), read by the executors;
+        # the driver knows each partition's last offset from the copy's files. Lines that are no record
+        # (partition -1) go with the first batch.
+        ends = copy.last_offsets()
         first = True
         while True:
             start = self.replicator().next_offsets()
@@ -617,8 +619,7 @@ class SparkReplication:
             for (topic, partition), begin in todo.items():
                 condition = condition | ((F.col("topic") == topic) & (F.col("partition") == partition)
                                          & (F.col("offset") >= begin) & (F.col("offset") < stops[(topic, partition)]))
-            frame = df if copy is None else copy.read(self.spark, {tp: (begin, stops[tp]) for tp, begin in
-                                                                  todo.items()}, lines=first)
+            frame = copy.read(self.spark, {tp: (begin, stops[tp]) for tp, begin in todo.items()}, lines=first)
             first = False
             yield self._process(frame.where(condition))
             if not todo:
