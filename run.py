@@ -40,7 +40,11 @@ ALSO_SHIPPED = ["commons-logging", "shims"]
 
 
 def _fingerprint() -> str:
-    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    # setup.py and the C helpers too: an editable install builds them in place.
+    digest = hashlib.sha256()
+    for path in [ROOT / "pyproject.toml", ROOT / "setup.py", *sorted((ROOT / "src").rglob("*.c"))]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def ensure_environment() -> None:

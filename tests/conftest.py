@@ -123,3 +123,22 @@ def spark():  # type: ignore[no-untyped-def]
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# --------------------------------------------------------------------------- fast-path forms
+@pytest.fixture(scope="module", params=["native", "pure"])
+def fast_path_form(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Runs a module's tests twice: with the fast paths' C helpers, then with their pure-Python forms
+    (module scope, so Hypothesis tests may use it; the compiled caches keyed by the form)."""
+    from pyticdc.codec import _fastpath
+    from pyticdc.codec.craft import fastpath
+
+    was_native = _fastpath.native() is not None
+    if request.param == "native" and not _fastpath.use_native(True):
+        pytest.skip("pyticdc.codec._native is not built (no C compiler at install)")
+    if request.param == "pure":
+        _fastpath.use_native(False)
+    fastpath._COMPILED.clear()
+    yield request.param
+    _fastpath.use_native(was_native)
+    fastpath._COMPILED.clear()

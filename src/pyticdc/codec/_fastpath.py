@@ -7,19 +7,27 @@ again and alone reports errors. The conformance suite runs both on the same inpu
 
 Generated code is compiled here and only here. Names from the wire (column names) enter the
 generated source only as ``repr()`` literals (``literal``), never as identifiers.
+
+Some fast paths also have C helpers (``pyticdc.codec._native``, built when a C compiler is present at
+install). ``native()`` answers that module, or None when it is absent or the environment variable
+``PYTICDC_PURE_PYTHON`` is set; the fast path then takes its pure-Python form. Both forms decline
+the same way and are checked against the same reference.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import struct
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, Final, TypeVar
 
 import msgspec
 
 from pyticdc.errors import DecodeError
 
-__all__ = ["DECLINES", "Decline", "compile_function", "literal", "speculate"]
+__all__ = ["DECLINES", "Decline", "compile_function", "literal", "native", "speculate", "use_native"]
 
 R = TypeVar("R")
 
@@ -57,3 +65,27 @@ def compile_function(source: str, name: str, namespace: dict[str, Any]) -> Calla
     exec(code, namespace)  # the one exec site: sources are built from literal() names only
     function: Callable[..., Any] = namespace[name]
     return function
+
+
+def _load_native() -> ModuleType | None:
+    try:
+        return importlib.import_module("pyticdc.codec._native")
+    except ImportError:  # no C compiler at install: the pure-Python forms
+        return None
+
+
+_NATIVE: Final = _load_native()
+_native_in_use: list[ModuleType | None] = [None if os.environ.get("PYTICDC_PURE_PYTHON") else _NATIVE]
+
+
+def native() -> ModuleType | None:
+    """The C helpers the fast paths use now, or None (absent, or ``PYTICDC_PURE_PYTHON`` set)."""
+    return _native_in_use[0]
+
+
+def use_native(enabled: bool) -> bool:
+    """Use the C helpers (when built) or the pure-Python forms from now on; True if the C ones are in use.
+
+    Code generated before keeps the form it was generated with: callers clear their caches."""
+    _native_in_use[0] = _NATIVE if enabled else None
+    return _native_in_use[0] is not None

@@ -25,6 +25,9 @@ from pyticdc.errors import DecodeError
 from pyticdc.model import DDLEvent, Event, Op, RowChange, Watermark
 from strategies import row_changes
 
+#: Every test here runs with the fast path's C helpers and with its pure-Python form.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 
 # --------------------------------------------------------------------------- docs
 def test_docs_examples_decode_to_the_model() -> None:

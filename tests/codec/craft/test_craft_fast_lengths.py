@@ -19,6 +19,9 @@ from pyticdc.codec.craft.primitives import uvarint_bytes
 from pyticdc.errors import DecodeError
 from pyticdc.model import Event, Op, Row, RowChange, Value
 
+#: Every test here runs with the fast path's C helpers and with its pure-Python form.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 
 def _typed(events: list[Event]) -> list[Any]:
     """Events plus every row value with its type (1 == 1.0 == True must not pass for equal)."""

@@ -27,6 +27,9 @@ from pyticdc.errors import DecodeError
 from pyticdc.model import Event, Op, Row, RowChange, Value
 from strategies import row_changes
 
+#: Every test here runs with the fast path's C helpers and with its pure-Python form.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 #: What the fast path raises by design to decline (a strict subset of _fastpath.DECLINES: anything
 #: else escaping it, even another DECLINES member, is a fast-path bug these tests should see).
 _FAST_PATH_DECLINES = (DecodeError, UnicodeDecodeError, KeyError)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from craft_samples import UINT64, F, U, col
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,15 +16,18 @@ from pyticdc.codec import craft
 from pyticdc.codec._fastpath import compile_function
 from pyticdc.codec.craft import fastpath, fastpath_image
 from pyticdc.codec.craft.primitives import uvarint_bytes
-from pyticdc.codec.craft.values import exact_uvarint
+from pyticdc.codec.craft.values import decode_varint, exact_uvarint
 from pyticdc.errors import DecodeError
 from pyticdc.model import Event, RowChange, Value
+
+#: Every test here runs with the fast path's C helpers and with its pure-Python form.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
 
 
 def _inline(raw: bytes) -> int | None:
     """The generated expression for ``raw`` (n = its length), or None where it declines."""
     source = f"def read(raw, n):\n    return {fastpath_image._long_expression('raw')}\n"
-    read = compile_function(source, "read", fastpath_image._namespace(1))
+    read = compile_function(source, "read", fastpath_image._namespace(["raw"], [decode_varint]))
     try:
         value: int = read(raw, len(raw))
     except KeyError:

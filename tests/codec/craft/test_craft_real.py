@@ -16,6 +16,9 @@ from pyticdc.codec import craft
 from pyticdc.model import ActionType
 from real_corpus import Summary, names, stamp, summary
 
+#: Every test here runs with the fast path's C helpers and with its pure-Python form.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 CREATE_SCHEMA, DROP_SCHEMA, CREATE_TABLE = ActionType.CREATE_SCHEMA, ActionType.DROP_SCHEMA, ActionType.CREATE_TABLE
 TS = 1624284170621946000  # §1b: Unix-epoch nanoseconds, not TSOs
 NULL_COLUMN = (("null", 6, 0),)

@@ -16,6 +16,9 @@ from pyticdc.codec import Message, craft
 from pyticdc.codec.craft.primitives import uvarint_bytes, varint_bytes
 from pyticdc.model import ColumnInfo, DDLEvent, Event, Op, Row, RowChange, TableInfo, Value, Watermark
 
+#: Every test here runs with the fast path's C helpers and with its pure-Python form.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 MAX_U64 = 2**64 - 1
 
 

@@ -30,6 +30,7 @@ from typing import Final
 
 from msgspec.structs import replace as _replace
 
+from pyticdc.codec._fastpath import native
 from pyticdc.codec.craft.events import TableCache
 from pyticdc.codec.craft.fastpath_image import (
     ImageReader,
@@ -89,15 +90,17 @@ class _Compiled:
         self.run: RowsReader = rows_reader(names, decoders)
 
 
-_COMPILED: Final[dict[tuple[tuple[str, ...], tuple[ValueDecoder, ...]], _Compiled]] = {}
+#: (names, decoders, whether the C helpers are in use) → the compiled readers.
+_COMPILED: Final[dict[tuple[tuple[str, ...], tuple[ValueDecoder, ...], bool], _Compiled]] = {}
 
 
 def _compiled(names: tuple[str, ...], decoders: tuple[ValueDecoder, ...]) -> _Compiled:
-    found = _COMPILED.get((names, decoders))
+    key = (names, decoders, native() is not None)
+    found = _COMPILED.get(key)
     if found is None:
         if len(_COMPILED) >= _FAST_LIMIT:
             _COMPILED.clear()
-        found = _COMPILED[(names, decoders)] = _Compiled(names, decoders)
+        found = _COMPILED[key] = _Compiled(names, decoders)
     return found
 
 class _Shape:

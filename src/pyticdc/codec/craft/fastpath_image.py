@@ -35,7 +35,7 @@ from typing import Any, Final, NamedTuple
 
 from msgspec.structs import replace as _replace
 
-from pyticdc.codec._fastpath import compile_function, literal
+from pyticdc.codec._fastpath import compile_function, literal, native
 from pyticdc.codec.craft.message import MAX_INT32, MAX_VARINT_LEN
 from pyticdc.codec.craft.primitives import F64, uvarint_of
 from pyticdc.codec.craft.values import (
@@ -308,10 +308,21 @@ def _value(decoder: ValueDecoder, i: int) -> str:
     raise AssertionError(f"no fast expression for {decoder!r}")  # pragma: no cover - value_decoder's set
 
 
+#: Value decoder → its kind letter for the C image reader (_native.craft_image).
+_NATIVE_KINDS: Final[dict[ValueDecoder, bytes]] = {
+    decode_bytes: b"b", decode_text: b"t", decode_uvarint: b"u", decode_varint: b"z", decode_float64: b"f",
+    decode_null: b"n",
+}
+
+
 def _image_lines(names: Sequence[str], decoders: Sequence[ValueDecoder], target: str | None) -> list[str]:
     """Statements reading the nullable bytes chunk ``buf[at:end]`` into a Row: returned (``target``
     None) or assigned to ``target``; anything unusual returns None."""
     count = len(names)
+    if native() is not None:
+        # One C call reads the chunk by the same rules (None = a decline): see _native.c.
+        call = "craft_image(buf, at, end, KINDS, NAMES, Row)"
+        return [f"return {call}"] if target is None else [f"{target} = {call}", f"if {target} is None: return None"]
     codes = ", ".join(f"c{i}" for i in range(count)) + ","
     # The length varints read by a Struct of "B" (one byte: an int code), "H" (two bytes: an int
     # code) and "{n}s" (n bytes: bytes) fields, each code checked by the exact LENGTH lookup (a
@@ -365,10 +376,14 @@ def _image_lines(names: Sequence[str], decoders: Sequence[ValueDecoder], target:
     return lines
 
 
-def _namespace(count: int) -> dict[str, Any]:
+def _namespace(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> dict[str, Any]:
     """The names _image_lines' statements use (a generated function's globals)."""
+    count = len(names)
     tables = varint_tables()
+    helpers = native()
     return {
+        "craft_image": None if helpers is None else helpers.craft_image,
+        "KINDS": b"".join(_NATIVE_KINDS[decoder] for decoder in decoders), "NAMES": tuple(names),
         "Row": Row,
         "f64_from": F64.unpack_from, "from_bytes": int.from_bytes, "ZERO": _ZERO, "LONG_MASKS": _LONG_MASKS,
         "LONG_BITS": _LONG_BITS,
@@ -384,7 +399,7 @@ def image_reader(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> Imag
     """The generated reader of one signature's nullable bytes chunk (see the module docstring)."""
     lines = _image_lines(names, decoders, None)
     source = "def read(buf, at, end):\n" + "".join(f"    {line}\n" for line in lines)
-    reader: ImageReader = compile_function(source, "read", _namespace(len(names)))
+    reader: ImageReader = compile_function(source, "read", _namespace(names, decoders))
     return reader
 
 
@@ -443,7 +458,7 @@ def rows_reader(names: Sequence[str], decoders: Sequence[ValueDecoder]) -> RowsR
         "    i += 1",
         "return i, offset, j",
     ]
-    namespace = _namespace(len(names))
+    namespace = _namespace(names, decoders)
     namespace["replace"] = _replace
     source = ("def run(buf, offset, j, sizes, body_sizes, commit_ts, i, rows, header, skip, insert, update, delete,"
               " append):\n" + "".join(f"    {line}\n" for line in lines))
