@@ -205,8 +205,503 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ Simple-JSON row messages */
+
+/* A growing output buffer: on the stack until it outgrows it. */
+typedef struct {
+    char *data;
+    Py_ssize_t size;
+    Py_ssize_t capacity;
+    char stack[2048];
+} Out;
+
+static void
+out_init(Out *out)
+{
+    out->data = out->stack;
+    out->size = 0;
+    out->capacity = (Py_ssize_t)sizeof out->stack;
+}
+
+static void
+out_free(Out *out)
+{
+    if (out->data != out->stack) {
+        PyMem_Free(out->data);
+    }
+}
+
+static int
+out_reserve(Out *out, Py_ssize_t more)
+{
+    if (out->size + more <= out->capacity) {
+        return 0;
+    }
+    Py_ssize_t capacity = out->capacity;
+    while (capacity < out->size + more) {
+        if (capacity > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        capacity *= 2;
+    }
+    char *data;
+    if (out->data == out->stack) {
+        data = PyMem_Malloc((size_t)capacity);
+        if (data != NULL) {
+            memcpy(data, out->stack, (size_t)out->size);
+        }
+    }
+    else {
+        data = PyMem_Realloc(out->data, (size_t)capacity);
+    }
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out->data = data;
+    out->capacity = capacity;
+    return 0;
+}
+
+static inline int
+out_put(Out *out, const char *bytes, Py_ssize_t size)
+{
+    if (out_reserve(out, size) < 0) {
+        return -1;
+    }
+    memcpy(out->data + out->size, bytes, (size_t)size);
+    out->size += size;
+    return 0;
+}
+
+static int
+out_bytes_object(Out *out, PyObject *bytes)
+{
+    return out_put(out, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
+}
+
+static int
+out_uint(Out *out, unsigned long long value)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value);
+    return out_put(out, digits + sizeof digits - n, n);
+}
+
+static int
+out_int(Out *out, long long value)
+{
+    if (value < 0) {
+        if (out_put(out, "-", 1) < 0) {
+            return -1;
+        }
+        return out_uint(out, 0ULL - (unsigned long long)value);
+    }
+    return out_uint(out, (unsigned long long)value);
+}
+
+/* Bytes written as they are inside a JSON string; the rest is escaped (json_escape). */
+static unsigned char json_plain[256];
+
+static void
+init_json_plain(void)
+{
+    for (int c = 0; c < 256; c++) {
+        json_plain[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&';
+    }
+}
+
+/* The length of the well-formed UTF-8 sequence at p[0..n) (what Python's strict decoder accepts),
+ * or 0 if there is none. */
+static Py_ssize_t
+utf8_sequence(const unsigned char *p, Py_ssize_t n)
+{
+    unsigned char c = p[0];
+    if (c >= 0xC2 && c <= 0xDF) {
+        return n >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        unsigned char low = c == 0xE0 ? 0xA0 : 0x80, high = c == 0xED ? 0x9F : 0xBF;
+        return n >= 3 && p[1] >= low && p[1] <= high && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        unsigned char low = c == 0xF0 ? 0x90 : 0x80, high = c == 0xF4 ? 0x8F : 0xBF;
+        return n >= 4 && p[1] >= low && p[1] <= high && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+/* ``"text"`` as Go's encoding/json writes a string (msgspec's escapes, then Go's HTML-safe ones:
+ * < > & U+2028 U+2029). -1: an error is set; -2: not well-formed UTF-8 (only when ``check``). */
+static int
+json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (out_reserve(out, n + 2) < 0) {
+        return -1;
+    }
+    out->data[out->size++] = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_ssize_t start = i;
+        while (i < n && json_plain[p[i]]) {
+            i++;
+        }
+        if (i > start && out_put(out, (const char *)p + start, i - start) < 0) {
+            return -1;
+        }
+        if (i >= n) {
+            break;
+        }
+        unsigned char c = p[i];
+        char escape[6];
+        int size = 2;
+        escape[0] = '\\';
+        if (c >= 0x80) {
+            Py_ssize_t length = check ? utf8_sequence(p + i, n - i) : (c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2);
+            if (length == 0) {
+                return -2;
+            }
+            if (c == 0xE2 && p[i + 1] == 0x80 && (p[i + 2] == 0xA8 || p[i + 2] == 0xA9)) {
+                if (out_put(out, p[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6) < 0) {
+                    return -1;
+                }
+            }
+            else if (out_put(out, (const char *)p + i, length) < 0) {
+                return -1;
+            }
+            i += length;
+            continue;
+        }
+        switch (c) {
+        case '"': escape[1] = '"'; break;
+        case '\\': escape[1] = '\\'; break;
+        case '\b': escape[1] = 'b'; break;
+        case '\f': escape[1] = 'f'; break;
+        case '\n': escape[1] = 'n'; break;
+        case '\r': escape[1] = 'r'; break;
+        case '\t': escape[1] = 't'; break;
+        default: /* other control characters, < > & */
+            escape[1] = 'u';
+            escape[2] = '0';
+            escape[3] = '0';
+            escape[4] = hex[c >> 4];
+            escape[5] = hex[c & 0xF];
+            size = 6;
+        }
+        if (out_put(out, escape, size) < 0) {
+            return -1;
+        }
+        i++;
+    }
+    return out_put(out, "\"", 1);
+}
+
+/* A str as a JSON string; -2 for a str with a lone surrogate (no UTF-8: a decline). */
+static int
+json_str(Out *out, PyObject *text)
+{
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    if (utf8 == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            return -2;
+        }
+        return -1;
+    }
+    return json_string(out, (const unsigned char *)utf8, size, 0);
+}
+
+/* Bytes as msgspec writes them: a string of their standard base64, padded. */
+static int
+json_base64(Out *out, const unsigned char *p, Py_ssize_t n)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (n > (PY_SSIZE_T_MAX - 8) / 4 * 3 || out_reserve(out, (n + 2) / 3 * 4 + 2) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        return -1;
+    }
+    char *w = out->data + out->size;
+    *w++ = '"';
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+        *w++ = alphabet[v >> 18];
+        *w++ = alphabet[(v >> 12) & 63];
+        *w++ = alphabet[(v >> 6) & 63];
+        *w++ = alphabet[v & 63];
+    }
+    if (n - i == 1) {
+        unsigned v = (unsigned)p[i] << 16;
+        *w++ = alphabet[v >> 18];
+        *w++ = alphabet[(v >> 12) & 63];
+        *w++ = '=';
+        *w++ = '=';
+    }
+    else if (n - i == 2) {
+        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8;
+        *w++ = alphabet[v >> 18];
+        *w++ = alphabet[(v >> 12) & 63];
+        *w++ = alphabet[(v >> 6) & 63];
+        *w++ = '=';
+    }
+    *w++ = '"';
+    out->size = w - out->data;
+    return 0;
+}
+
+/* A float's text from the writer's cache, else from its text function (finite values only). */
+static int
+json_float(Out *out, PyObject *value, PyObject *cache, PyObject *text_of)
+{
+    double number = PyFloat_AS_DOUBLE(value);
+    if (number - number != 0.0) {
+        return -2; /* NaN, ±Inf: the reference's error */
+    }
+    PyObject *text = PyDict_GetItemWithError(cache, value);
+    if (text != NULL) {
+        Py_INCREF(text);
+    }
+    else if (PyErr_Occurred()) {
+        return -1;
+    }
+    else {
+        text = PyObject_CallOneArg(text_of, value);
+        if (text == NULL) {
+            return -1;
+        }
+    }
+    int result = PyUnicode_CheckExact(text) ? json_str(out, text) : -2;
+    Py_DECREF(text);
+    return result;
+}
+
+/* The plan of a table's row messages of one type (writer_json builds it):
+ * (head, after_table_id, after_commit_ts, after_build_ts, image_keys, names, keys, kinds, floats). */
+enum { PLAN_HEAD, PLAN_TABLE_ID, PLAN_COMMIT_TS, PLAN_BUILD_TS, PLAN_IMAGE_KEYS, PLAN_NAMES, PLAN_KEYS, PLAN_KINDS,
+       PLAN_FLOATS, PLAN_SIZE };
+
+/* One image ``{"name":value,...}``; -2 = a decline. */
+static int
+json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const char *kinds, PyObject *floats,
+           PyObject *location)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    if (!PyDict_Check(image) || PyDict_GET_SIZE(image) != count) {
+        return -2;
+    }
+    if (out_put(out, "{", 1) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i && out_put(out, ",", 1) < 0) {
+            return -1;
+        }
+        if (out_bytes_object(out, PyTuple_GET_ITEM(keys, i)) < 0) {
+            return -1;
+        }
+        PyObject *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(names, i));
+        if (value == NULL) {
+            return PyErr_Occurred() ? -1 : -2;
+        }
+        int result;
+        char kind = kinds[i];
+        if (value == Py_None) {
+            result = out_put(out, "null", 4);
+        }
+        else if (kind == 'i' || kind == 'u' || kind == 'p') {
+            /* TINYINT..BIGINT, YEAR (int64), BIGINT UNSIGNED (uint64), other unsigned (0..int64): text */
+            if (!PyLong_CheckExact(value)) {
+                return -2;
+            }
+            int overflow;
+            long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (number == -1 && PyErr_Occurred()) {
+                return -1;
+            }
+            if (overflow == 0 && (kind == 'i' || number >= 0)) {
+                result = out_put(out, "\"", 1) < 0 || out_int(out, number) < 0 || out_put(out, "\"", 1) < 0 ? -1 : 0;
+            }
+            else if (overflow > 0 && kind == 'u') {
+                unsigned long long big = PyLong_AsUnsignedLongLong(value);
+                if (big == (unsigned long long)-1 && PyErr_Occurred()) {
+                    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                        return -1;
+                    }
+                    PyErr_Clear();
+                    return -2;
+                }
+                result = out_put(out, "\"", 1) < 0 || out_uint(out, big) < 0 || out_put(out, "\"", 1) < 0 ? -1 : 0;
+            }
+            else {
+                return -2; /* out of the column's range: the reference's error */
+            }
+        }
+        else if (kind == 'f' || kind == 'd') {
+            if (!PyFloat_CheckExact(value)) {
+                return -2;
+            }
+            int k = kind == 'f' ? 0 : 2;
+            result = json_float(out, value, PyTuple_GET_ITEM(floats, k), PyTuple_GET_ITEM(floats, k + 1));
+        }
+        else if (kind == 's') {
+            /* CHAR..BLOB of a text charset: the bytes as text (invalid UTF-8: a decline) */
+            if (!PyBytes_CheckExact(value)) {
+                return -2;
+            }
+            result = json_string(out, (const unsigned char *)PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), 1);
+        }
+        else if (kind == 'b') {
+            if (!PyBytes_CheckExact(value)) {
+                return -2;
+            }
+            result = json_base64(out, (const unsigned char *)PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value));
+        }
+        else if (kind == 'T') {
+            /* TIMESTAMP: {"location": the encoder's zone, "value": the text} */
+            if (!PyUnicode_CheckExact(value)) {
+                return -2;
+            }
+            result = out_put(out, "{\"location\":", 12);
+            if (result == 0) {
+                result = json_str(out, location);
+            }
+            if (result == 0) {
+                result = out_put(out, ",\"value\":", 9);
+            }
+            if (result == 0) {
+                result = json_str(out, value);
+            }
+            if (result == 0) {
+                result = out_put(out, "}", 1);
+            }
+        }
+        else if (kind == 'S') {
+            if (!PyUnicode_CheckExact(value)) {
+                return -2;
+            }
+            result = json_str(out, value);
+        }
+        else {
+            PyErr_Format(PyExc_TypeError, "simple_json_row: unknown value kind %c", kind);
+            return -1;
+        }
+        if (result < 0) {
+            return result;
+        }
+    }
+    return out_put(out, "}", 1);
+}
+
+PyDoc_STRVAR(simple_json_row_doc,
+"simple_json_row(plan, table_id, commit_ts, build_ts, first, second, location, /)\n--\n\n"
+"A Simple-JSON row message as TiCDC writes it, from its writer's plan (writer_json._native_plans) and "
+"the images (second None but for UPDATE), or None (a decline: the generated writer writes it).");
+
+static PyObject *
+simple_json_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "simple_json_row takes 7 positional arguments");
+        return NULL;
+    }
+    PyObject *plan = args[0], *location = args[6];
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != PLAN_SIZE || !PyUnicode_Check(location)) {
+        PyErr_SetString(PyExc_TypeError, "simple_json_row: a plan tuple and a location str");
+        return NULL;
+    }
+    PyObject *image_keys = PyTuple_GET_ITEM(plan, PLAN_IMAGE_KEYS);
+    PyObject *names = PyTuple_GET_ITEM(plan, PLAN_NAMES);
+    PyObject *keys = PyTuple_GET_ITEM(plan, PLAN_KEYS);
+    PyObject *kinds = PyTuple_GET_ITEM(plan, PLAN_KINDS);
+    PyObject *floats = PyTuple_GET_ITEM(plan, PLAN_FLOATS);
+    if (!PyTuple_Check(image_keys) || !PyTuple_Check(names) || !PyTuple_Check(keys) || !PyBytes_Check(kinds)
+        || !PyTuple_Check(floats) || PyTuple_GET_SIZE(floats) != 4 || !PyDict_Check(PyTuple_GET_ITEM(floats, 0))
+        || !PyDict_Check(PyTuple_GET_ITEM(floats, 2)) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)
+        || PyBytes_GET_SIZE(kinds) != PyTuple_GET_SIZE(names) || PyTuple_GET_SIZE(image_keys) < 1
+        || PyTuple_GET_SIZE(image_keys) > 2) {
+        PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
+        return NULL;
+    }
+    for (int k = PLAN_HEAD; k <= PLAN_BUILD_TS; k++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(plan, k))) {
+            PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
+            return NULL;
+        }
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(keys, k)) || !PyUnicode_Check(PyTuple_GET_ITEM(names, k))) {
+            PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
+            return NULL;
+        }
+    }
+    /* The numbers: exact ints of 64 bits (anything else is the generated writer's). */
+    if (!PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]) || !PyLong_CheckExact(args[3])) {
+        Py_RETURN_NONE;
+    }
+    int overflow_table, overflow_build;
+    long long table_id = PyLong_AsLongLongAndOverflow(args[1], &overflow_table);
+    long long build_ts = PyLong_AsLongLongAndOverflow(args[3], &overflow_build);
+    unsigned long long commit_ts = PyLong_AsUnsignedLongLong(args[2]);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            return NULL;
+        }
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (overflow_table || overflow_build) {
+        Py_RETURN_NONE;
+    }
+    Out out;
+    out_init(&out);
+    int result = 0;
+    if (out_bytes_object(&out, PyTuple_GET_ITEM(plan, PLAN_HEAD)) < 0 || out_int(&out, table_id) < 0
+        || out_bytes_object(&out, PyTuple_GET_ITEM(plan, PLAN_TABLE_ID)) < 0 || out_uint(&out, commit_ts) < 0
+        || out_bytes_object(&out, PyTuple_GET_ITEM(plan, PLAN_COMMIT_TS)) < 0 || out_int(&out, build_ts) < 0
+        || out_bytes_object(&out, PyTuple_GET_ITEM(plan, PLAN_BUILD_TS)) < 0) {
+        result = -1;
+    }
+    for (Py_ssize_t k = 0; result == 0 && k < PyTuple_GET_SIZE(image_keys); k++) {
+        PyObject *image = args[4 + k];
+        PyObject *key = PyTuple_GET_ITEM(image_keys, k);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
+            result = -1;
+        }
+        else if (out_bytes_object(&out, key) < 0) {
+            result = -1;
+        }
+        else {
+            result = json_image(&out, image, names, keys, PyBytes_AS_STRING(kinds), floats, location);
+        }
+    }
+    if (result == 0) {
+        result = out_put(&out, "}", 1);
+    }
+    PyObject *message = NULL;
+    if (result == 0) {
+        message = PyBytes_FromStringAndSize(out.data, out.size);
+    }
+    out_free(&out);
+    if (result == -2) {
+        Py_RETURN_NONE;
+    }
+    return message;
+}
+
 static PyMethodDef native_methods[] = {
     {"craft_image", (PyCFunction)(void (*)(void))craft_image, METH_FASTCALL, craft_image_doc},
+    {"simple_json_row", (PyCFunction)(void (*)(void))simple_json_row, METH_FASTCALL, simple_json_row_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -225,5 +720,6 @@ static struct PyModuleDef native_module = {
 PyMODINIT_FUNC
 PyInit__native(void)
 {
+    init_json_plain();
     return PyModule_Create(&native_module);
 }

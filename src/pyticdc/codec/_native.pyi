@@ -1,8 +1,15 @@
 """Types of the optional C helpers (pyticdc/codec/_native.c)."""
 
+from typing import Any
+
 from pyticdc.model import Row
 
 def craft_image(
     buf: bytes, at: int, end: int, kinds: bytes, names: tuple[str, ...], row_type: type[Row], /
 ) -> Row | None:
     """A Craft column group's nullable bytes chunk as a row image, or None (a decline)."""
+
+def simple_json_row(
+    plan: tuple[Any, ...], table_id: int, commit_ts: int, build_ts: int, first: Any, second: Any, location: str, /
+) -> bytes | None:
+    """A Simple-JSON row message from its writer's plan and images, or None (a decline)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import astuple
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,9 @@ from pyticdc.model import (
     TableInfo,
     Watermark,
 )
+
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
 
 
 class _General(simple.Encoder):

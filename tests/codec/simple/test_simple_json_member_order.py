@@ -26,6 +26,9 @@ from pyticdc.errors import DecodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
 from strategies import awkward_image, row_images, tables, tsos
 
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 _AWKWARD = st.sampled_from([
     None, -0.0, 0.0, 1.5, 0.1, 1e-7, 1e22, 3.4e38, 1e39, float("nan"), float("inf"), 16777216.0, 2**63 - 1,
     2**64 - 1, 2**64, -(2**63), -(2**63) - 1, -1, 0, True, b"", b"\xff\xfe", "\u2028".encode(), "订单 <é&>".encode(),

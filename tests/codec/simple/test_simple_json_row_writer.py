@@ -27,6 +27,9 @@ from pyticdc.codec.simple import values, writer_json
 from pyticdc.model import ColumnFlag, ColumnInfo, Event, Op, Row, RowChange, TableInfo
 from strategies import awkward_image, row_changes
 
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 _AWKWARD = st.sampled_from([
     b"<a&b>", "\u2028".encode(), b"\xff\xfe", "<&>", "\udc80", 1.5, -0.0, 0.0, 0.1, 1e-7, 1e22, 3.4e38, 1e39,
     float("nan"), 16777216.0, 123456.7, 2**64 - 1, 2**64, -(2**63) - 1, -1, True, None, b"", "x1",
@@ -224,3 +227,71 @@ def test_integer_texts_equal_reference(value: object) -> None:
     if type(value) is int and 0 <= value < 2**7:  # the fast writer takes the row
         assert fast._fast_json_message(events[0]) is not None  # type: ignore[arg-type]
     assert encoded(fast, events) == encoded(reference, events)
+
+
+# Every value kind of the writer (and of its C form): ints of each range, float, double, timestamp,
+# text and binary bytes, text; names that sort differently as UTF-8 bytes and as code points.
+_KINDS_TABLE = TableInfo(
+    schema="s<&>", table="t\u2028", table_id=9, schema_version=449_000_000_000_000_009, pk_is_handle=True,
+    columns=(
+        ColumnInfo(name="id", type_code=8, flags=int(ColumnFlag.PRIMARY_KEY | ColumnFlag.HANDLE_KEY)),
+        ColumnInfo(name="ubig", type_code=8, flags=int(ColumnFlag.UNSIGNED | ColumnFlag.NULLABLE)),
+        ColumnInfo(name="uint", type_code=3, flags=int(ColumnFlag.UNSIGNED | ColumnFlag.NULLABLE)),
+        ColumnInfo(name="bits", type_code=16, flags=int(ColumnFlag.UNSIGNED | ColumnFlag.NULLABLE)),
+        ColumnInfo(name="f", type_code=4, flags=int(ColumnFlag.NULLABLE)),
+        ColumnInfo(name="d", type_code=5, flags=int(ColumnFlag.NULLABLE)),
+        ColumnInfo(name="ts", type_code=7, flags=int(ColumnFlag.NULLABLE)),
+        ColumnInfo(name="txt", type_code=15, flags=int(ColumnFlag.NULLABLE), charset="utf8mb4"),
+        ColumnInfo(name="bin", type_code=252, flags=int(ColumnFlag.NULLABLE | ColumnFlag.BINARY)),
+        ColumnInfo(name="dec", type_code=246, flags=int(ColumnFlag.NULLABLE)),
+        ColumnInfo(name="é<", type_code=3, flags=int(ColumnFlag.NULLABLE)),
+        ColumnInfo(name="\U0001f600", type_code=3, flags=int(ColumnFlag.NULLABLE)),
+        ColumnInfo(name="\uff10", type_code=3, flags=int(ColumnFlag.NULLABLE)),
+    ),
+)
+_ANY_TEXT = st.one_of(st.text(), st.lists(st.sampled_from(_TEXT_PIECES)).map("".join))
+_ANY_BYTES = st.one_of(st.binary(max_size=40), _ANY_TEXT.map(lambda t: t.encode("utf-8", "surrogatepass")))
+_KIND_VALUES: dict[str, Any] = {
+    "id": st.integers(-(2**63) - 2, 2**63 + 1), "ubig": st.integers(-2, 2**64 + 1), "uint": st.integers(-2, 2**63 + 1),
+    "bits": st.integers(-1, 2**64), "f": st.floats(width=32) | st.floats(), "d": st.floats(), "ts": _ANY_TEXT,
+    "txt": _ANY_BYTES, "bin": _ANY_BYTES, "dec": _ANY_TEXT, "é<": st.integers(-5, 5),
+    "\U0001f600": st.integers(0, 2000), "\uff10": st.just(7),
+}
+
+
+@settings(max_examples=400)
+@given(data=st.data(), op=st.sampled_from([Op.INSERT, Op.UPDATE, Op.DELETE]), handle_only=st.booleans())
+def test_every_value_kind_equals_reference(data: st.DataObject, op: Op, handle_only: bool) -> None:
+    def image() -> Row:
+        return Row({name: None if name != "id" and data.draw(st.integers(0, 6)) == 0 else data.draw(values)
+                    for name, values in _KIND_VALUES.items()})
+    event = RowChange(op=op, schema="s<&>", table="t\u2028", commit_ts=data.draw(st.integers(0, 2**64 - 1)),
+                      columns=None if op is Op.DELETE else image(), pre_columns=None if op is Op.INSERT else image(),
+                      table_id=9, physical_table_id=data.draw(st.sampled_from([0, 9, 2**40])), table_info=_KINDS_TABLE)
+    fast, reference = _pair({"delete-only-output-handle-key-columns": handle_only})
+    assert encoded(fast, [event]) == encoded(reference, [event])
+
+
+def test_the_c_writer_writes_the_common_rows() -> None:
+    # In the C form the whole message comes from _native.simple_json_row, not from a decline to the
+    # generated lines: the same bytes as the reference, controls, HTML characters and U+2028 included.
+    from pyticdc.codec import _fastpath
+
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form: no C writer")
+    row = Row({"id": -(2**63), "ubig": 2**64 - 1, "uint": 2**63 - 1, "bits": 5, "f": 1.5, "d": 0.1,
+               "ts": "2025-01-02 03:04:05", "txt": "a\"\\\b\f\n\r\t\x01<>&\u2028\u2029é\U0001f600".encode(),
+               "bin": b"\x00\xff<", "dec": "12.50", "é<": -3, "\U0001f600": 1023, "\uff10": 7})
+    plans = writer_json._native_plans(_KINDS_TABLE, [p for p in values.table_plan(_KINDS_TABLE)[0] if not p.virtual])
+    assert plans is not None
+    for op in (Op.INSERT, Op.UPDATE, Op.DELETE):
+        event = RowChange(op=op, schema="s<&>", table="t\u2028", commit_ts=2**64 - 1, table_id=9, physical_table_id=9,
+                          columns=None if op is Op.DELETE else row, pre_columns=None if op is Op.INSERT else row,
+                          table_info=_KINDS_TABLE)
+        first, second = (row, row) if op is Op.UPDATE else (row, None)
+        written = helpers.simple_json_row(plans[op.name], 9, 2**64 - 1, 1_700_000_000_123, first, second, "UTC")
+        (expected,) = ReferenceEncoder(clock=lambda: 1_700_000_000_123, auto_bootstrap=False).encode([event])
+        assert written == expected.value
+    bad = Row({**row, "txt": b"\xff"})  # invalid UTF-8 in a text column: a decline, not an error
+    assert helpers.simple_json_row(plans["INSERT"], 9, 1, 1, bad, None, "UTC") is None

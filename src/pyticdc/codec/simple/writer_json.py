@@ -27,11 +27,11 @@ from typing import Any, Final
 import msgspec
 import orjson
 
-from pyticdc.codec._fastpath import DECLINES, compile_function, literal
+from pyticdc.codec._fastpath import DECLINES, compile_function, literal, native
 from pyticdc.codec.jsontext import format_float32_f, format_float64_f, go_json_quote, orjson_as_go_json
 from pyticdc.codec.simple import values as V
 from pyticdc.codec.simple.fastpath import compiled
-from pyticdc.codec.simple.message import MASK64
+from pyticdc.codec.simple.message import INT64_MAX, MASK64
 from pyticdc.errors import EncodeError
 from pyticdc.model import Op, Row, RowChange, TableInfo
 
@@ -114,8 +114,10 @@ def _expression(index: int, spec: V.ColumnPlan, v: str = "v", base64: bool = Tru
     return f"{v} if type({v}) is str else {other}"
 
 
-def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, table: TableInfo) -> str:
-    """The writer's source; ``struct``: the images are IMAGE structs, else orjson's text of dicts."""
+def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, table: TableInfo,
+            whole: bool = False) -> str:
+    """The writer's source; ``struct``: the images are IMAGE structs, else orjson's text of dicts;
+    ``whole``: each row type first tries the C writer of the whole message (its PLAN_*)."""
     count = len(specs)
     # The envelope's arguments before the type, and the version after the build ts (_envelopes' fields).
     head = "1" + (", DATABASE" if table.schema else "") + (", TABLE" if table.table else "") + ", table_id"
@@ -144,6 +146,13 @@ def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, t
     def image(var: str) -> str:
         return written([f"None if {var}{i} is None else ({_expression(i, specs[i], f'{var}{i}', struct)})"
                         for i in ordered])
+
+    def first_whole(kind: str, images: str) -> list[str]:
+        # The C writer of the whole message (same bytes); None where it declines: the lines below.
+        if not whole:
+            return []
+        return [f"        t = simple_json_row(PLAN_{kind}, table_id, commit_ts, build_ts, {images}, loc)",
+                "        if t is not None: return t"]
 
     def document(kind: str, images: list[str]) -> list[str]:
         # One msgspec call writes the message (the table's envelope struct, members in Go's field
@@ -180,17 +189,20 @@ def _source(specs: list[V.ColumnPlan], delete_handle_only: bool, struct: bool, t
         "    if type(table_id) is not int or not table_id: return None",
         "    op = row.op",
         "    if op is INSERT:",
+        *first_whole("INSERT", "row.columns, None"),
         "        new = row.columns",
         f"        if new is None or len(new) != {count}: return None",
         values("v", "new"),
         *document("INSERT", [image("v")]),
         "    if op is UPDATE:",
+        *first_whole("UPDATE", "row.columns, row.pre_columns"),
         "        new = row.columns",
         "        old = row.pre_columns",
         f"        if new is None or old is None or len(new) != {count} or len(old) != {count}: return None",
         *update,
         *document("UPDATE", update_images),
         "    if op is DELETE:",
+        *(first_whole("DELETE", "row.pre_columns, None") if not delete_handle_only else []),
         "        old = row.pre_columns",
         f"        if {delete_handle_only} or old is None or len(old) != {count}: return None",
         values("v", "old"),
@@ -275,6 +287,49 @@ def _image_struct(specs: list[V.ColumnPlan]) -> type[msgspec.Struct] | None:
                              rename={f"c{i}": spec.name for i, spec in enumerate(ordered)}, gc=False)
 
 
+def _go_text(value: str) -> bytes:
+    """``value`` as a JSON string exactly as the generated writer's document has it (msgspec's text, Go's fixups)."""
+    return orjson_as_go_json(_encode(value))
+
+
+#: A column's kind and integer bounds → its value kind letter in the C writer (_native.simple_json_row).
+_INT_KINDS: Final = {(-INT64_MAX - 1, INT64_MAX): b"i", (0, MASK64): b"u", (0, INT64_MAX): b"p"}
+
+
+def _native_kind(spec: V.ColumnPlan) -> bytes | None:
+    if spec.kind == V.KIND_INT:
+        return _INT_KINDS.get(spec.bounds)
+    if spec.kind == V.KIND_UINT:
+        return b"u"
+    if spec.kind in (V.KIND_FLOAT, V.KIND_DOUBLE):
+        return b"f" if spec.kind == V.KIND_FLOAT else b"d"
+    if spec.kind == V.KIND_TIMESTAMP:
+        return b"T"
+    if spec.kind == V.KIND_BYTES:
+        return b"b" if spec.binary else b"s"
+    return b"S"
+
+
+def _native_plans(table: TableInfo, specs: list[V.ColumnPlan]) -> dict[str, tuple[Any, ...]] | None:
+    """Per row type, the plan of the C writer (see _native.c: the envelope's pieces in Go's field order,
+    the columns in encoding/json's key order, their quoted keys and value kinds); None where a column's
+    kind has no letter."""
+    ordered = sorted(specs, key=lambda spec: spec.name.encode("utf-8"))
+    kinds = [_native_kind(spec) for spec in ordered]
+    if None in kinds:
+        return None
+    head = b'{"version":1'
+    head += b',"database":' + _go_text(table.schema) if table.schema else b""
+    head += b',"table":' + _go_text(table.table) if table.table else b""
+    head += b',"tableID":'
+    version = b',"schemaVersion":%d' % table.schema_version if table.schema_version else b""
+    columns = (tuple(spec.name for spec in ordered), tuple(_go_text(spec.name) + b":" for spec in ordered),
+               b"".join(kind for kind in kinds if kind is not None), (_F32_TEXTS, _f32_text, _F64_TEXTS, _f64_text))
+    images = {"INSERT": (b',"data":',), "UPDATE": (b',"data":', b',"old":'), "DELETE": (b',"old":',)}
+    return {kind: (head, b',"type":"%s","commitTs":' % kind.encode(), b',"buildTs":', version, keys, *columns)
+            for kind, keys in images.items()}
+
+
 def _build(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter | None:
     specs = [plan for plan in V.table_plan(table)[0] if not plan.virtual]
     names = [spec.name for spec in specs]
@@ -295,8 +350,13 @@ def _build(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter | None:
         "columns_of": operator.itemgetter(*names) if len(names) > 1 else None, "SMALL": _SMALL_INTS,
         "Row": Row, "NAMES": names,
     }
-    writer: JsonRowWriter = compile_function(_source(specs, delete_handle_only, image is not None, table), "write",
-                                             namespace)
+    helpers = native()
+    plans = _native_plans(table, specs) if helpers is not None and image is not None else None
+    if plans is not None:
+        namespace.update({f"PLAN_{kind}": plan for kind, plan in plans.items()})
+        namespace["simple_json_row"] = helpers.simple_json_row  # type: ignore[union-attr]
+    source = _source(specs, delete_handle_only, image is not None, table, whole=plans is not None)
+    writer: JsonRowWriter = compile_function(source, "write", namespace)
     return writer
 
 
@@ -311,7 +371,9 @@ def json_row_writer(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter
     """The generated row-message writer of ``table`` (shared by equal table versions); None for a
     table it does not write (no columns, duplicate names, names that are not valid text)."""
     cache = table.__dict__
-    writers: tuple[JsonRowWriter | None, JsonRowWriter | None] | None = cache.get("_pyticdc_simple_json_rows")
+    # Keyed by the form too: the C writer of whole messages is used only while native() is on.
+    kind = "json-rows" if native() is None else "json-rows-native"
+    writers: tuple[JsonRowWriter | None, JsonRowWriter | None] | None = cache.get(f"_pyticdc_simple_{kind}")
     if writers is None:
-        writers = cache["_pyticdc_simple_json_rows"] = compiled("json-rows", table, _build_both)
+        writers = cache[f"_pyticdc_simple_{kind}"] = compiled(kind, table, _build_both)
     return writers[1 if delete_handle_only else 0]
