@@ -76,6 +76,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from pyticdc.codec import canonical_protocol, codec_module, make_decoder
+from pyticdc.codec._fastpath import native
 from pyticdc.codec.base import BaseDecoder, ClaimCheckStore
 from pyticdc.errors import DecodeError
 from pyticdc.io.eventjson import ddl_type_name
@@ -258,6 +259,21 @@ def row_text(
     row: Row | Mapping[str, Any], binary: frozenset[str] = _NO_NAMES, base64_names: list[str] | None = None,
 ) -> tuple[list[str], list[str | None]]:
     """Keys and canonical texts of a row image; base64-rendered names are appended to ``base64_names``."""
+    helpers = native()
+    if helpers is not None and type(row) in _DICTS and type(binary) is frozenset:
+        found: tuple[list[str], list[str | None]] = helpers.row_text(row, binary, base64_names)  # the same, in C
+        return found
+    return python_row_text(row, binary, base64_names)
+
+
+#: Images the C row_text takes (any other mapping takes python_row_text).
+_DICTS: Final = frozenset({Row, dict})
+
+
+def python_row_text(
+    row: Row | Mapping[str, Any], binary: frozenset[str] = _NO_NAMES, base64_names: list[str] | None = None,
+) -> tuple[list[str], list[str | None]]:
+    """``row_text`` in Python (the C helper's twin, and the one in use without it)."""
     keys = list(row)
     texts: list[str | None] = []
     add = texts.append

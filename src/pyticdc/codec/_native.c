@@ -699,9 +699,155 @@ simple_json_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return message;
 }
 
+/* ------------------------------------------------------------------ canonical text of row images */
+
+/* Standard base64 (padded) of bytes, as a str. */
+static PyObject *
+base64_str(const unsigned char *p, Py_ssize_t n)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (n > (PY_SSIZE_T_MAX - 3) / 4 * 3) {
+        return PyErr_NoMemory();
+    }
+    PyObject *text = PyUnicode_New((n + 2) / 3 * 4, 127);
+    if (text == NULL) {
+        return NULL;
+    }
+    Py_UCS1 *w = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
+        *w++ = (Py_UCS1)alphabet[v >> 18];
+        *w++ = (Py_UCS1)alphabet[(v >> 12) & 63];
+        *w++ = (Py_UCS1)alphabet[(v >> 6) & 63];
+        *w++ = (Py_UCS1)alphabet[v & 63];
+    }
+    if (n - i >= 1) {
+        unsigned v = (unsigned)p[i] << 16 | (n - i == 2 ? (unsigned)p[i + 1] << 8 : 0);
+        *w++ = (Py_UCS1)alphabet[v >> 18];
+        *w++ = (Py_UCS1)alphabet[(v >> 12) & 63];
+        *w++ = (Py_UCS1)(n - i == 2 ? alphabet[(v >> 6) & 63] : '=');
+        *w++ = '=';
+    }
+    return text;
+}
+
+/* One value's canonical text (see row_text's docstring); *base64 set when it is base64. */
+static PyObject *
+value_text(PyObject *name, PyObject *value, PyObject *binary, int *base64)
+{
+    *base64 = 0;
+    if (value == Py_None || PyUnicode_CheckExact(value)) {
+        return Py_NewRef(value);
+    }
+    if (PyLong_CheckExact(value)) {
+        return PyObject_Str(value);
+    }
+    if (PyFloat_CheckExact(value)) {
+        return PyObject_Repr(value);
+    }
+    if (PyBytes_CheckExact(value) || PyByteArray_CheckExact(value) || PyMemoryView_Check(value)) {
+        PyObject *data = PyBytes_CheckExact(value) ? Py_NewRef(value) : PyBytes_FromObject(value);
+        if (data == NULL) {
+            return NULL;
+        }
+        int is_binary = PySet_Contains(binary, name);
+        if (is_binary < 0) {
+            Py_DECREF(data);
+            return NULL;
+        }
+        PyObject *text = NULL;
+        if (!is_binary) {
+            text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), NULL);
+            if (text == NULL) {
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                    Py_DECREF(data);
+                    return NULL;
+                }
+                PyErr_Clear();
+            }
+        }
+        if (text == NULL) {
+            text = base64_str((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+            *base64 = text != NULL;
+        }
+        Py_DECREF(data);
+        return text;
+    }
+    return PyObject_Str(value);
+}
+
+PyDoc_STRVAR(row_text_doc,
+"row_text(row, binary, base64_names, /)\n--\n\n"
+"Keys and canonical texts of a row image (pyticdc.arrow.rows.row_text): str and None as they are, int "
+"by str, float by repr, bytes as UTF-8 text unless binary or not UTF-8, else base64 (its name appended "
+"to base64_names once, when that is a list), anything else by str.");
+
+static PyObject *
+row_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "row_text takes 3 positional arguments");
+        return NULL;
+    }
+    PyObject *row = args[0], *binary = args[1], *names = args[2];
+    if (!PyDict_Check(row) || !PyAnySet_Check(binary) || (names != Py_None && !PyList_Check(names))) {
+        PyErr_SetString(PyExc_TypeError, "row_text(dict, frozenset, list | None)");
+        return NULL;
+    }
+    Py_ssize_t count = PyDict_GET_SIZE(row);
+    PyObject *keys = PyList_New(count);
+    PyObject *texts = PyList_New(count);
+    if (keys == NULL || texts == NULL) {
+        goto fail;
+    }
+    Py_ssize_t at = 0, i = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(row, &at, &name, &value)) {
+        if (i >= count) {
+            PyErr_SetString(PyExc_RuntimeError, "row_text: the row changed size");
+            goto fail;
+        }
+        int base64;
+        /* Owned while str() of an odd value may run Python code. */
+        Py_INCREF(name);
+        Py_INCREF(value);
+        PyObject *text = value_text(name, value, binary, &base64);
+        Py_DECREF(value);
+        if (text == NULL) {
+            Py_DECREF(name);
+            goto fail;
+        }
+        PyList_SET_ITEM(keys, i, name);
+        PyList_SET_ITEM(texts, i, text);
+        i++;
+        if (base64 && names != Py_None) {
+            int known = PySequence_Contains(names, name);
+            if (known < 0 || (!known && PyList_Append(names, name) < 0)) {
+                goto fail;
+            }
+        }
+    }
+    if (i != count) {
+        PyErr_SetString(PyExc_RuntimeError, "row_text: the row changed size");
+        goto fail;
+    }
+    PyObject *pair = PyTuple_Pack(2, keys, texts);
+    Py_DECREF(keys);
+    Py_DECREF(texts);
+    return pair;
+
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(texts);
+    return NULL;
+}
+
 static PyMethodDef native_methods[] = {
     {"craft_image", (PyCFunction)(void (*)(void))craft_image, METH_FASTCALL, craft_image_doc},
     {"simple_json_row", (PyCFunction)(void (*)(void))simple_json_row, METH_FASTCALL, simple_json_row_doc},
+    {"row_text", (PyCFunction)(void (*)(void))row_text, METH_FASTCALL, row_text_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,3 +13,7 @@ def simple_json_row(
     plan: tuple[Any, ...], table_id: int, commit_ts: int, build_ts: int, first: Any, second: Any, location: str, /
 ) -> bytes | None:
     """A Simple-JSON row message from its writer's plan and images, or None (a decline)."""
+
+def row_text(row: dict[str, Any], binary: frozenset[str], base64_names: list[str] | None, /) -> tuple[
+    list[str], list[str | None]]:
+    """Keys and canonical texts of a row image (pyticdc.arrow.rows.row_text)."""

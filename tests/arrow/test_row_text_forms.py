@@ -1,0 +1,54 @@
+"""The canonical text of row images: the C row_text and its Python twin agree on every kind of value."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyticdc.arrow import rows
+from pyticdc.codec import _fastpath
+from pyticdc.model import Row
+
+_VALUES = st.one_of(
+    st.none(), st.text(), st.integers(), st.floats(), st.booleans(), st.binary(max_size=20),
+    st.text(max_size=8).map(lambda t: t.encode("utf-8", "surrogatepass")), st.binary(max_size=6).map(bytearray),
+    st.binary(max_size=6).map(lambda b: memoryview(b)), st.decimals(allow_nan=False), st.just(dt.date(2025, 1, 2)),
+)
+
+
+def _forms(image: Any, binary: frozenset[str], names: list[str] | None) -> tuple[Any, Any]:
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("pyticdc.codec._native is not built")
+    c_names = None if names is None else list(names)
+    py_names = None if names is None else list(names)
+    return ((helpers.row_text(image, binary, c_names), c_names),
+            (rows.python_row_text(image, binary, py_names), py_names))
+
+
+@settings(max_examples=300)
+@given(image=st.dictionaries(st.sampled_from(["a", "b", "c", "é", "bin"]), _VALUES), as_row=st.booleans(),
+       binary=st.frozensets(st.sampled_from(["a", "bin", "zz"])),
+       names=st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", "x"]), max_size=2)))
+def test_c_row_text_is_the_python_one(image: dict[str, Any], as_row: bool, binary: frozenset[str],
+                                      names: list[str] | None) -> None:
+    c_form, python_form = _forms(Row(image) if as_row else image, binary, names)
+    assert c_form == python_form
+    # str of an int, repr of a float: the same objects' texts, their types too
+    assert [type(t) for t in c_form[0][1]] == [type(t) for t in python_form[0][1]]
+
+
+def test_row_text_takes_the_c_form_only_for_dicts() -> None:
+    image = {"a": b"\xff", "b": 1.5, "c": True, "d": Decimal("1.10")}
+    names: list[str] = []
+    assert rows.row_text(image, frozenset(), names) == (["a", "b", "c", "d"], ["/w==", "1.5", "True", "1.10"])
+    assert names == ["a"]
+
+    class Image(dict[str, Any]):
+        pass
+    assert rows.row_text(Image(image), frozenset({"a"})) == rows.python_row_text(image, frozenset({"a"}))
