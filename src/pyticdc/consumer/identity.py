@@ -8,7 +8,8 @@ from typing import Final
 
 from pyticdc.model import ColumnFlag, Op, Row, RowChange, TableInfo
 
-__all__ = ["OP_RANK", "ChangeIdentity", "change_identity", "handle_columns", "image_handle", "table_name"]
+__all__ = ["OP_RANK", "ChangeIdentity", "change_identity", "handle_columns", "identity_and_handles", "image_handle",
+           "table_name"]
 
 #: Apply order of the operations of one commit ts (TiCDC ``TrySplitAndSortUpdateEvent``: delete < update < insert).
 OP_RANK: Final[dict[Op, int]] = {Op.DELETE: 0, Op.UPDATE: 1, Op.INSERT: 2}
@@ -77,8 +78,12 @@ def image_handle(row: RowChange, image: Row | None) -> Hashable:
 
 def change_identity(row: RowChange) -> ChangeIdentity:
     """What makes two row changes the same change: table, commit ts, operation and both handles."""
+    return identity_and_handles(row)[0]
+
+
+def identity_and_handles(row: RowChange) -> tuple[ChangeIdentity, Hashable, Hashable]:
+    """``change_identity(row)`` and the handles of its pre- and post-image (``image_handle``), found once."""
     columns = handle_columns(row.table_info)
-    return (
-        row.schema, row.table, row.physical_table_id, row.commit_ts, row.op.value,
-        _handle(row, row.pre_columns, columns), _handle(row, row.columns, columns),
-    )
+    pre = _handle(row, row.pre_columns, columns)
+    post = _handle(row, row.columns, columns)
+    return (row.schema, row.table, row.physical_table_id, row.commit_ts, row.op.value, pre, post), pre, post

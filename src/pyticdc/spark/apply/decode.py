@@ -27,7 +27,7 @@ import orjson
 import pyarrow as pa
 
 from pyticdc.arrow.rows import new_decoder, row_images, table_info_json
-from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, image_handle
+from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, identity_and_handles
 from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
 
@@ -149,15 +149,6 @@ def _override_kind(row: RowChange, key: tuple[str, ...]) -> str:
     return "key" if ok else "nokey"
 
 
-def _hkind(row: RowChange) -> str:
-    columns = handle_columns(row.table_info)
-    if columns:
-        images = [image for image in (row.columns, row.pre_columns) if image is not None]
-        if all(all(name in image for name in columns) for image in images):
-            return "key"
-    return "rowid" if row.row_id else "image"
-
-
 def change_values(row: RowChange, infos: dict[str, str] | None = None,
                   key: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The change-row fields of one row change (``infos`` collects digest → TableInfo JSON).
@@ -171,14 +162,24 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None,
         ident, text = info_id(row.table_info)
         if infos is not None:
             infos.setdefault(ident, text)
+    identity, pre_handle, post_handle = identity_and_handles(row)
+    if key is None:
+        # The identity's handles are the net change's too: an image of every key column is keyed by it.
+        pre_handle = None if row.pre_columns is None else pre_handle
+        post_handle = None if row.columns is None else post_handle
+        handled = [h for h in (post_handle, pre_handle) if h is not None]
+        keyed = handle_columns(row.table_info) and all(h[0] == "key" for h in handled)  # type: ignore[index]
+        hkind = "key" if keyed else "rowid" if row.row_id else "image"
+    else:
+        pre_handle = None if row.pre_columns is None else _override_handle(row, row.pre_columns, key)
+        post_handle = None if row.columns is None else _override_handle(row, row.columns, key)
+        hkind = _override_kind(row, key)
     return {
         "kind": "row", "tkey": tkey(row.schema, row.table), "ts": row.commit_ts, "op": row.op.value,
-        "rank": OP_RANK[row.op], "ident": _digest(change_identity(row)),
-        "pre_h": None if row.pre_columns is None else _digest(
-            image_handle(row, row.pre_columns) if key is None else _override_handle(row, row.pre_columns, key)),
-        "post_h": None if row.columns is None else _digest(
-            image_handle(row, row.columns) if key is None else _override_handle(row, row.columns, key)),
-        "hkind": _hkind(row) if key is None else _override_kind(row, key), "row_id": row.row_id or 0,
+        "rank": OP_RANK[row.op], "ident": _digest(identity),
+        "pre_h": None if row.pre_columns is None else _digest(pre_handle),
+        "post_h": None if row.columns is None else _digest(post_handle),
+        "hkind": hkind, "row_id": row.row_id or 0,
         "pre": None if pre is None else orjson.dumps(dict(zip(pre[0], pre[1]))).decode(),
         "post": None if post is None else orjson.dumps(dict(zip(post[0], post[1]))).decode(),
         "marks": orjson.dumps(marks).decode() if marks else None, "info": ident, "hko": row.handle_key_only,
