@@ -844,10 +844,197 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ Simple-Avro row images */
+
+/* An Avro long (zigzag varint of at most 10 bytes, 64 bits) at p[0..n): the bytes it takes, 0 if none. */
+static Py_ssize_t
+avro_long(const unsigned char *p, Py_ssize_t n, int64_t *out)
+{
+    uint64_t value = 0;
+    Py_ssize_t limit = n < MAX_VARINT_LEN ? n : MAX_VARINT_LEN;
+    for (Py_ssize_t i = 0; i < limit; i++) {
+        unsigned char byte = p[i];
+        if (i == MAX_VARINT_LEN - 1 && (byte & 0x7F) > 1) {
+            return 0; /* bits past 64 */
+        }
+        value |= (uint64_t)(byte & 0x7F) << (7 * i);
+        if (byte < 0x80) {
+            *out = unzigzag(value);
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* The Avro string or bytes at p[0..n): its data's offset and size; 0 if it does not fit. */
+static Py_ssize_t
+avro_bytes(const unsigned char *p, Py_ssize_t n, Py_ssize_t *size)
+{
+    int64_t length;
+    Py_ssize_t used = avro_long(p, n, &length);
+    if (used == 0 || length < 0 || length > n - used) {
+        return 0;
+    }
+    *size = (Py_ssize_t)length;
+    return used;
+}
+
+PyDoc_STRVAR(avro_image_doc,
+"avro_image(buf, pos, plan, row_type, /)\n--\n\n"
+"A Simple-Avro row image (the map at its union branch byte, entries in table order) as (row, the "
+"offset after it), or None (a decline: the generated reader takes it). plan is (entry prefixes with "
+"the value's branch, entry prefixes with the null branch, handlers, names) as fastpath_avro builds it.");
+
+static PyObject *
+avro_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "avro_image takes 4 positional arguments");
+        return NULL;
+    }
+    PyObject *buf = args[0], *plan = args[2], *row_type = args[3];
+    if (!PyBytes_Check(buf) || !PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4 || !PyType_Check(row_type)) {
+        PyErr_SetString(PyExc_TypeError, "avro_image(bytes, int, plan, type)");
+        return NULL;
+    }
+    PyObject *with_value = PyTuple_GET_ITEM(plan, 0), *with_null = PyTuple_GET_ITEM(plan, 1);
+    PyObject *handlers = PyTuple_GET_ITEM(plan, 2), *names = PyTuple_GET_ITEM(plan, 3);
+    if (!PyTuple_Check(with_value) || !PyTuple_Check(with_null) || !PyBytes_Check(handlers) || !PyTuple_Check(names)
+        || PyTuple_GET_SIZE(with_value) != PyTuple_GET_SIZE(names)
+        || PyTuple_GET_SIZE(with_null) != PyTuple_GET_SIZE(names)
+        || PyBytes_GET_SIZE(handlers) != PyTuple_GET_SIZE(names)) {
+        PyErr_SetString(PyExc_TypeError, "avro_image: a malformed plan");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(buf);
+    if (pos < 0 || pos > size) {
+        Py_RETURN_NONE;
+    }
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(buf);
+    const char *handler = PyBytes_AS_STRING(handlers);
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    PyObject *row = PyObject_CallNoArgs(row_type);
+    if (row == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *prefix = PyTuple_GET_ITEM(with_value, i), *null_prefix = PyTuple_GET_ITEM(with_null, i);
+        if (!PyBytes_Check(prefix) || !PyBytes_Check(null_prefix)) {
+            PyErr_SetString(PyExc_TypeError, "avro_image: a malformed plan");
+            goto fail;
+        }
+        Py_ssize_t length = PyBytes_GET_SIZE(prefix);
+        PyObject *value = NULL;
+        if (length <= size - pos && memcmp(data + pos, PyBytes_AS_STRING(prefix), (size_t)length) == 0) {
+            pos += length;
+            const unsigned char *p = data + pos;
+            Py_ssize_t left = size - pos, used = 0, start, bytes;
+            int64_t number;
+            switch (handler[i]) {
+            case 'l': /* long */
+            case 'u': /* long of an unsigned column, UnsignedBigint: the int64's uint64 */
+                used = avro_long(p, left, &number);
+                if (used) {
+                    value = handler[i] == 'l' ? PyLong_FromLongLong(number)
+                                              : PyLong_FromUnsignedLongLong((unsigned long long)number);
+                }
+                break;
+            case 'f': /* float: 4 bytes little-endian */
+                if (left >= 4) {
+                    uint32_t bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+                    float single;
+                    memcpy(&single, &bits, sizeof single);
+                    value = PyFloat_FromDouble((double)single);
+                    used = 4;
+                }
+                break;
+            case 'd': /* double: 8 bytes little-endian */
+                if (left >= 8) {
+                    uint64_t bits = 0;
+                    for (int k = 7; k >= 0; k--) {
+                        bits = (bits << 8) | p[k];
+                    }
+                    double number_d;
+                    memcpy(&number_d, &bits, sizeof number_d);
+                    value = PyFloat_FromDouble(number_d);
+                    used = 8;
+                }
+                break;
+            case 'b': /* bytes, or the string of a text column: the raw bytes */
+            case 't': /* string: strict UTF-8 (invalid text is the reference path's) */
+            case 'T': /* Timestamp{location, value}: the value */
+                start = avro_bytes(p, left, &bytes);
+                if (start && handler[i] == 'T') {
+                    /* the location skipped, then the value */
+                    Py_ssize_t skip = start + bytes;
+                    start = avro_bytes(p + skip, left - skip, &bytes);
+                    start = start ? skip + start : 0;
+                }
+                if (start) {
+                    used = start + bytes;
+                    if (handler[i] == 'b') {
+                        value = PyBytes_FromStringAndSize((const char *)p + start, bytes);
+                    }
+                    else {
+                        value = PyUnicode_DecodeUTF8((const char *)p + start, bytes, NULL);
+                        if (value == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                            PyErr_Clear();
+                        }
+                    }
+                }
+                break;
+            default:
+                PyErr_Format(PyExc_TypeError, "avro_image: unknown handler %c", handler[i]);
+                goto fail;
+            }
+            if (value == NULL) {
+                if (PyErr_Occurred()) {
+                    goto fail;
+                }
+                goto decline;
+            }
+            pos += used;
+        }
+        else {
+            length = PyBytes_GET_SIZE(null_prefix);
+            if (length > size - pos || memcmp(data + pos, PyBytes_AS_STRING(null_prefix), (size_t)length) != 0) {
+                goto decline;
+            }
+            pos += length;
+            value = Py_NewRef(Py_None);
+        }
+        int failed = PyDict_SetItem(row, PyTuple_GET_ITEM(names, i), value);
+        Py_DECREF(value);
+        if (failed) {
+            goto fail;
+        }
+    }
+    /* the map's end: a zero block count */
+    if (count == 0 || pos >= size || data[pos] != 0) {
+        goto decline;
+    }
+    PyObject *pair = Py_BuildValue("(Nn)", row, pos + 1);
+    return pair;
+
+decline:
+    Py_DECREF(row);
+    Py_RETURN_NONE;
+
+fail:
+    Py_DECREF(row);
+    return NULL;
+}
+
 static PyMethodDef native_methods[] = {
     {"craft_image", (PyCFunction)(void (*)(void))craft_image, METH_FASTCALL, craft_image_doc},
     {"simple_json_row", (PyCFunction)(void (*)(void))simple_json_row, METH_FASTCALL, simple_json_row_doc},
     {"row_text", (PyCFunction)(void (*)(void))row_text, METH_FASTCALL, row_text_doc},
+    {"avro_image", (PyCFunction)(void (*)(void))avro_image, METH_FASTCALL, avro_image_doc},
     {NULL, NULL, 0, NULL},
 };
 

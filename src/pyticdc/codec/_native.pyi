@@ -17,3 +17,6 @@ def simple_json_row(
 def row_text(row: dict[str, Any], binary: frozenset[str], base64_names: list[str] | None, /) -> tuple[
     list[str], list[str | None]]:
     """Keys and canonical texts of a row image (pyticdc.arrow.rows.row_text)."""
+
+def avro_image(buf: bytes, pos: int, plan: tuple[Any, ...], row_type: type[Row], /) -> tuple[Row, int] | None:
+    """A Simple-Avro row image in table order as (row, offset after it), or None (a decline)."""

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fast_paths import assert_avro_readers_agree
 from pyticdc.codec.simple import Decoder, Encoder
 from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Op, Row, RowChange, TableInfo
+
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
 
 F = ColumnFlag
 _PK = int(F.PRIMARY_KEY | F.HANDLE_KEY | F.BINARY)
@@ -103,3 +107,54 @@ def test_plain_messages_stay_on_the_fast_reader() -> None:
     (again,) = decoder.decode(message.value)
     assert isinstance(again, RowChange)
     assert first == [again] and again.columns == image and decoder._last_read is reader
+
+
+def test_c_image_reader_takes_the_plain_images(fast_path_form: str) -> None:
+    """In the C form every image of a plain message is read by _native.avro_image, none declined."""
+    from pyticdc.codec import _fastpath
+    from pyticdc.codec.simple.fastpath_avro import avro_plan
+
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form")
+    plan = avro_plan(TABLE)
+    assert plan is not None
+    namespace = plan.read_message.__globals__
+    answers: list[object] = []
+
+    def counting(*args: object) -> object:
+        answers.append(helpers.avro_image(*args))
+        return answers[-1]
+    namespace["avro_image"] = counting
+    try:
+        image = Row({"id": 70000, "u": 2**64 - 2, "t": "é".encode() * 40, "b": b"\xff" * 100, "dec": None,
+                     "ts": "2025-01-01 00:00:00", "f": 1.5, "k": -(2**63)})
+        for op in (Op.INSERT, Op.UPDATE, Op.DELETE):
+            row = RowChange(op=op, schema=TABLE.schema, table=TABLE.table, commit_ts=449_000_000_000_000_777,
+                            columns=None if op is Op.DELETE else image, pre_columns=None if op is Op.INSERT else image,
+                            table_id=TABLE.table_id, table_info=TABLE)
+            encoder = Encoder({"encoding-format": "avro"}, clock=lambda: 0, auto_bootstrap=False)
+            (message,) = encoder.encode([row])
+            assert message.value is not None
+            event = plan.read_message(message.value, memoryview(b""))
+            assert isinstance(event, RowChange) and (event.columns or event.pre_columns) == image
+    finally:
+        namespace["avro_image"] = helpers.avro_image
+    assert len(answers) == 4 and None not in answers
+
+
+@settings(max_examples=300)
+@given(tail=st.binary(max_size=64), start=st.integers(-2, 70))
+def test_c_image_reader_on_arbitrary_bytes(tail: bytes, start: int) -> None:
+    """Any bytes at any offset: a row and an offset inside the buffer, or None; never an error or a read past it."""
+    from pyticdc.codec import _fastpath
+
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form")
+    plan = ((b"\x02\x04\x04id\x02", b"\x04t\x04"), (b"\x02\x04\x04id\x00", b"\x04t\x00"), b"lt", ("id", "t"))
+    buf = b"\x02\x04\x04id\x02\x06\x04t\x04" + tail
+    found = helpers.avro_image(buf, start, plan, Row)
+    if found is not None:
+        row, end = found
+        assert set(row) == {"id", "t"} and 0 < end <= len(buf) and row["id"] == 3

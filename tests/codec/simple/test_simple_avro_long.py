@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +10,9 @@ from pyticdc.codec._fastpath import DECLINES
 from pyticdc.codec.simple.avro import AvroReader, long_bytes
 from pyticdc.codec.simple.fastpath_avro import avro_long
 from pyticdc.errors import DecodeError
+
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
 
 _LONGS = st.one_of(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(-70, 70), st.integers(-(1 << 22), 1 << 22))
 

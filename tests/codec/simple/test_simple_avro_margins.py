@@ -21,6 +21,9 @@ from pyticdc.codec.simple.writer_avro import _varint
 from pyticdc.errors import EncodeError
 from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Op, Row, RowChange, TableInfo
 
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 F = ColumnFlag
 _N = int(F.NULLABLE | F.BINARY)
 

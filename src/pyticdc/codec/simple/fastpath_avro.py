@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from pyticdc.codec._fastpath import Decline, compile_function, literal
+from pyticdc.codec._fastpath import Decline, compile_function, literal, native
 from pyticdc.codec.simple import values as V
 from pyticdc.codec.simple.avro import DML_HEAD, long_bytes
 from pyticdc.codec.simple.fastpath import compiled
@@ -162,6 +162,11 @@ _AVRO_VALUE[_H_UBIG] = (
 )
 
 
+#: Handler → its letter in the C image reader (_native.avro_image).
+_NATIVE_HANDLERS: Final = {_H_LONG: b"l", _H_ULONG: b"u", _H_UBIG: b"u", _H_F32: b"f", _H_F64: b"d", _H_BYTES: b"b",
+                           _H_TEXT: b"t", _H_TIMESTAMP: b"T"}
+
+
 def _value_lines(i: int, k: int, handler: int) -> list[str]:
     """The statements of column ``i`` whose value starts ``k`` bytes after ``pos``."""
     offsets = {"i": i, "k": k, "k1": k + 1, "k2": k + 2, "k3": k + 3, "k4": k + 4, "k8": k + 8, "k10": k + 10,
@@ -257,14 +262,20 @@ class _AvroCode:
         # The image starts at its union branch byte (2: a map); the first entry's constants carry
         # that byte and the entry count, so the common image needs no separate check of them.
         keys: dict[str, Any] = {}
+        helpers = native()
         lines = ["def image(buf, pos):", "    first = pos"]
+        if helpers is not None and columns:
+            # The C reader of the same table-order image (None: it declines, and the lines below read it).
+            lines += ["    found = avro_image(buf, pos, PLAN, Row)", "    if found is not None: return found"]
         if not columns:  # an empty map is one 0 byte: the reference path reads it
             lines = ["def image(buf, pos):", "    raise Decline"]
         items = []
+        letters: list[bytes] = []
         for i, column in enumerate(columns):
             key = column.name.encode("utf-8", "surrogateescape")
             branch, handler = _avro_handler(column)
             self.specs[key] = (column.name, branch, handler)
+            letters.append(_NATIVE_HANDLERS[handler])
             if len(key) >= 64:
                 raise ValueError("key length takes more than one byte")
             entry = (b"\x02" + count if i == 0 else b"") + bytes([len(key) << 1]) + key
@@ -297,6 +308,9 @@ class _AvroCode:
             "f64": _F64.unpack_from, "any_order": self._any_order, "HEAD": head, "HEAD_SIZE": len(head),
             "TAIL": tail, "TAIL_SIZE": len(tail), "replace": msgspec.structs.replace, "UPDATE": Op.UPDATE,
             "DELETE": Op.DELETE,
+            "avro_image": None if helpers is None else helpers.avro_image,
+            "PLAN": (tuple(keys[f"V{i}"] for i in range(len(columns))),
+                     tuple(keys[f"N{i}"] for i in range(len(columns))), b"".join(letters), self.names),
         }
         source = "\n".join(lines) + "\n" + _AVRO_MESSAGE
         self.make_read_message: Callable[[RowChange], AvroMessageReader] = compile_function(source, "make", namespace)
@@ -362,18 +376,20 @@ class AvroPlan:
     def __init__(self, table: TableInfo) -> None:
         template = RowChange(op=Op.INSERT, schema=table.schema, table=table.table, commit_ts=0,
                              table_id=table.table_id, table_info=table, schema_version=table.schema_version)
-        self.read_message = compiled("avro", table, _AvroCode).make_read_message(template)
+        kind = "avro" if native() is None else "avro-native"  # the C image reader only while native() is on
+        self.read_message = compiled(kind, table, _AvroCode).make_read_message(template)
 
 
 def avro_plan(table: TableInfo) -> AvroPlan | None:
     """The fast Avro plan of a table version (cached on it); None when it cannot have one."""
     cache = table.__dict__
+    slot = "_pyticdc_simple_avro_plan" if native() is None else "_pyticdc_simple_avro_plan_native"
     try:
-        plan: AvroPlan | None = cache["_pyticdc_simple_avro_plan"]
+        plan: AvroPlan | None = cache[slot]
     except KeyError:
         try:
             plan = AvroPlan(table)
         except (TypeError, ValueError):  # a column name that cannot be encoded, or a long key
             plan = None
-        cache["_pyticdc_simple_avro_plan"] = plan
+        cache[slot] = plan
     return plan
