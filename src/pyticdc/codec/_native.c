@@ -339,7 +339,7 @@ utf8_sequence(const unsigned char *p, Py_ssize_t n)
 /* ``"text"`` as Go's encoding/json writes a string (msgspec's escapes, then Go's HTML-safe ones:
  * < > & U+2028 U+2029). -1: an error is set; -2: not well-formed UTF-8 (only when ``check``). */
 static int
-json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
+json_string_as(Out *out, const unsigned char *p, Py_ssize_t n, int check, int easy, int latin1)
 {
     static const char hex[] = "0123456789abcdef";
     if (out_reserve(out, n + 2) < 0) {
@@ -362,6 +362,15 @@ json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
         char escape[6];
         int size = 2;
         escape[0] = '\\';
+        if (c >= 0x80 && latin1) {
+            /* a Latin-1 byte is the code point of its value: two UTF-8 bytes */
+            char pair[2] = {(char)(0xC0 | (c >> 6)), (char)(0x80 | (c & 0x3F))};
+            if (out_put(out, pair, 2) < 0) {
+                return -1;
+            }
+            i++;
+            continue;
+        }
         if (c >= 0x80) {
             Py_ssize_t length = check ? utf8_sequence(p + i, n - i) : (c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2);
             if (length == 0) {
@@ -376,6 +385,19 @@ json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
                 return -1;
             }
             i += length;
+            continue;
+        }
+        if (easy && (c == '\b' || c == '\f')) {
+            c = c == '\b' ? 0x08 : 0x0C; /* written as \u0008 \u000c below */
+            escape[1] = 'u';
+            escape[2] = '0';
+            escape[3] = '0';
+            escape[4] = '0';
+            escape[5] = c == 0x08 ? '8' : 'c';
+            if (out_put(out, escape, 6) < 0) {
+                return -1;
+            }
+            i++;
             continue;
         }
         switch (c) {
@@ -400,6 +422,13 @@ json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
         i++;
     }
     return out_put(out, "\"", 1);
+}
+
+/* ``"text"`` as Go's encoding/json writes it (see json_string_as). */
+static int
+json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
+{
+    return json_string_as(out, p, n, check, 0, 0);
 }
 
 /* A str as a JSON string; -2 for a str with a lone surrogate (no UTF-8: a decline). */
@@ -1030,11 +1059,157 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ Canal-JSON row images */
+
+/* A str as easyjson writes it; -2 for a lone surrogate. */
+static int
+easy_str(Out *out, PyObject *text)
+{
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    if (utf8 == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            return -2;
+        }
+        return -1;
+    }
+    return json_string_as(out, (const unsigned char *)utf8, size, 0, 1, 0);
+}
+
+PyDoc_STRVAR(canal_image_doc,
+"canal_image(image, plan, /)\n--\n\n"
+"A Canal-JSON row image ``{\"name\":\"text\",...}`` as TiCDC's easyjson writes it, or None (a decline: the "
+"generated writer writes it). plan is (names, quoted keys with their colon, kinds, (F32 texts, f32, F64 "
+"texts, f64)) as canal_json.writer builds it.");
+
+static PyObject *
+canal_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "canal_image takes 2 positional arguments");
+        return NULL;
+    }
+    PyObject *image = args[0], *plan = args[1];
+    if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4) {
+        PyErr_SetString(PyExc_TypeError, "canal_image: a malformed plan");
+        return NULL;
+    }
+    PyObject *names = PyTuple_GET_ITEM(plan, 0), *keys = PyTuple_GET_ITEM(plan, 1);
+    PyObject *kinds = PyTuple_GET_ITEM(plan, 2), *floats = PyTuple_GET_ITEM(plan, 3);
+    if (!PyTuple_Check(names) || !PyTuple_Check(keys) || !PyBytes_Check(kinds) || !PyTuple_Check(floats)
+        || PyTuple_GET_SIZE(floats) != 4 || !PyDict_Check(PyTuple_GET_ITEM(floats, 0))
+        || !PyDict_Check(PyTuple_GET_ITEM(floats, 2)) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)
+        || PyBytes_GET_SIZE(kinds) != PyTuple_GET_SIZE(names)) {
+        PyErr_SetString(PyExc_TypeError, "canal_image: a malformed plan");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    if (!PyDict_Check(image) || PyDict_GET_SIZE(image) != count) {
+        Py_RETURN_NONE;
+    }
+    const char *kind = PyBytes_AS_STRING(kinds);
+    Out out;
+    out_init(&out);
+    int result = out_put(&out, "{", 1);
+    for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "canal_image: a malformed plan");
+            result = -1;
+            break;
+        }
+        if ((i && out_put(&out, ",", 1) < 0) || out_bytes_object(&out, key) < 0) {
+            result = -1;
+            break;
+        }
+        PyObject *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(names, i));
+        if (value == NULL) {
+            result = PyErr_Occurred() ? -1 : -2;
+            break;
+        }
+        if (value == Py_None) {
+            result = out_put(&out, "null", 4);
+            continue;
+        }
+        switch (kind[i]) {
+        case 'i': /* integer types: str of an exact int */
+            if (!PyLong_CheckExact(value)) {
+                result = -2;
+                break;
+            }
+            {
+                PyObject *text = PyObject_Str(value);
+                result = text == NULL ? -1 : easy_str(&out, text);
+                Py_XDECREF(text);
+            }
+            break;
+        case 's': /* CHAR..BLOB of a text charset: UTF-8 (invalid: a decline) */
+        case 'L': /* of the binary charset: each byte as the Latin-1 character */
+            if (!PyBytes_CheckExact(value)) {
+                result = -2;
+                break;
+            }
+            result = json_string_as(&out, (const unsigned char *)PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value),
+                                    kind[i] == 's', 1, kind[i] == 'L');
+            break;
+        case 'f': /* FLOAT, DOUBLE: the remembered text, else the text function's (finite values only) */
+        case 'd':
+            if (!PyFloat_CheckExact(value)) {
+                result = -2;
+                break;
+            }
+            {
+                double number = PyFloat_AS_DOUBLE(value);
+                if (number - number != 0.0) {
+                    result = -2;
+                    break;
+                }
+                int k = kind[i] == 'f' ? 0 : 2;
+                PyObject *text = PyDict_GetItemWithError(PyTuple_GET_ITEM(floats, k), value);
+                if (text != NULL) {
+                    Py_INCREF(text);
+                }
+                else if (!PyErr_Occurred()) {
+                    text = PyObject_CallOneArg(PyTuple_GET_ITEM(floats, k + 1), value);
+                }
+                if (text == NULL) {
+                    result = -1;
+                    break;
+                }
+                result = PyUnicode_CheckExact(text) ? easy_str(&out, text) : -2;
+                Py_DECREF(text);
+            }
+            break;
+        case 'S': /* the others: an exact str */
+            result = PyUnicode_CheckExact(value) ? easy_str(&out, value) : -2;
+            break;
+        default:
+            PyErr_Format(PyExc_TypeError, "canal_image: unknown value kind %c", kind[i]);
+            result = -1;
+        }
+    }
+    if (result == 0) {
+        result = out_put(&out, "}", 1);
+    }
+    PyObject *text = NULL;
+    if (result == 0) {
+        text = PyBytes_FromStringAndSize(out.data, out.size);
+    }
+    out_free(&out);
+    if (result == -2) {
+        Py_RETURN_NONE;
+    }
+    return text;
+}
+
 static PyMethodDef native_methods[] = {
     {"craft_image", (PyCFunction)(void (*)(void))craft_image, METH_FASTCALL, craft_image_doc},
     {"simple_json_row", (PyCFunction)(void (*)(void))simple_json_row, METH_FASTCALL, simple_json_row_doc},
     {"row_text", (PyCFunction)(void (*)(void))row_text, METH_FASTCALL, row_text_doc},
     {"avro_image", (PyCFunction)(void (*)(void))avro_image, METH_FASTCALL, avro_image_doc},
+    {"canal_image", (PyCFunction)(void (*)(void))canal_image, METH_FASTCALL, canal_image_doc},
     {NULL, NULL, 0, NULL},
 };
 

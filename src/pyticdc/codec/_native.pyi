@@ -20,3 +20,6 @@ def row_text(row: dict[str, Any], binary: frozenset[str], base64_names: list[str
 
 def avro_image(buf: bytes, pos: int, plan: tuple[Any, ...], row_type: type[Row], /) -> tuple[Row, int] | None:
     """A Simple-Avro row image in table order as (row, offset after it), or None (a decline)."""
+
+def canal_image(image: Any, plan: tuple[Any, ...], /) -> bytes | None:
+    """A Canal-JSON row image as TiCDC's easyjson writes it, or None (a decline)."""

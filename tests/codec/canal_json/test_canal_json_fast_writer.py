@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,9 @@ from pyticdc.codec.canal_json.values import _positional, format_double
 from pyticdc.codec.jsontext import format_float_f
 from pyticdc.model import Row, RowChange
 from strategies import row_changes
+
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
 
 #: Text pieces around every escape rule where orjson and easyjson differ or could be confused.
 _NASTY = ["<", ">", "&", "\b", "\f", "\\b", "\\f", "\\", '"', "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "\u2028",

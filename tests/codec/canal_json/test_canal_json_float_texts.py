@@ -12,6 +12,9 @@ from pyticdc.codec import canal_json as cj
 from pyticdc.codec.canal_json import writer
 from pyticdc.model import RowChange
 
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 _INFO = table(column("id", 3, PK), column("f", 4), column("d", 5), schema="s", name="floats")
 _FLOATS = [0.0, -0.0, 1.5, -1.5, 0.1, 1e-7, 1e22, 3.4e38, 16777216.0, 0.000123, -524.0707458162173, 2.5e-45,
            float("nan"), float("inf"), float("-inf"), 123456.789, 1 / 3,

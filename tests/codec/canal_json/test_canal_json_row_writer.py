@@ -15,6 +15,9 @@ from pyticdc.errors import EncodeError
 from pyticdc.model import RowChange
 from strategies import awkward_image, row_changes
 
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 # Values where the writer must decline or write exactly what the reference writes: every escape
 # where orjson and easyjson differ, invalid UTF-8, lone surrogates, floats off the fast formats,
 # types a column does not usually hold.
@@ -69,3 +72,33 @@ def test_row_writer_takes_valid_rows(rows: list[RowChange]) -> None:
 def test_easyjson_fixups_pair_backslashes() -> None:
     # orjson's \\b (an escaped backslash, then b) stays; its \b becomes easyjson's \u0008.
     assert jsontext.orjson_as_easyjson(b'["\\\\b\\b<\xe2\x80\xa8"]') == b'["\\\\b\\u0008\\u003c\\u2028"]'
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=row_changes())
+def test_c_image_writer_takes_the_valid_images(rows: list[RowChange]) -> None:
+    """In the C form every full image of a valid row is written by _native.canal_image (no decline)."""
+    from pyticdc.codec import _fastpath
+
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form")
+    encoder = cj.Encoder({"enable-tidb-extension": True}, clock=lambda: 5)
+    answers: list[bytes | None] = []
+
+    def counting(image: Any, plan: Any) -> bytes | None:
+        answers.append(helpers.canal_image(image, plan))
+        return answers[-1]
+    for row in rows:
+        assert row.table_info is not None
+        writer = encoder._writer(row.table_info)
+        assert writer is not None
+        namespace = writer.__globals__
+        answers.clear()
+        namespace["canal_image"] = counting
+        try:
+            reference = encoder._encode_row_reference(row)
+            assert reference is not None and writer(row, 5) == reference.value
+        finally:
+            namespace["canal_image"] = helpers.canal_image
+        assert answers and None not in answers

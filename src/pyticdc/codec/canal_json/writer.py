@@ -20,12 +20,12 @@ from typing import Any, Final
 
 import orjson
 
-from pyticdc.codec._fastpath import DECLINES, Decline, compile_function, literal
+from pyticdc.codec._fastpath import DECLINES, Decline, compile_function, literal, native
 from pyticdc.codec.canal_json.message import java_base, java_promotion, mysql_type, unsigned_number
 from pyticdc.codec.canal_json.values import format_float
 from pyticdc.codec.jsontext import easyjson_quote, format_float32_f, format_float64_f, orjson_as_easyjson
 from pyticdc.errors import EncodeError
-from pyticdc.model import ColumnFlag, RowChange, TableInfo, TypeCode, Value
+from pyticdc.model import ColumnFlag, ColumnInfo, RowChange, TableInfo, TypeCode, Value
 
 __all__ = ["WRITER_DECLINES", "RowWriter", "row_writer"]
 
@@ -150,10 +150,30 @@ def _text_expression(column_index: int, layout: _Layout) -> str:
     return f"v if type(v) is str else {other}"
 
 
+def _native_kind(column: ColumnInfo) -> bytes:
+    """A column's value kind in the C image writer (_native.canal_image), as _text_expression reads it."""
+    code = column.type_code
+    if code in _INT_CODES:
+        return b"i"
+    if code in _BYTES_CODES:
+        return b"L" if int(column.flags) & _BINARY_FLAG else b"s"
+    if code in (TypeCode.DOUBLE, TypeCode.FLOAT):
+        return b"f" if code == TypeCode.FLOAT else b"d"
+    return b"S"
+
+
+def _native_plan(layout: _Layout) -> tuple[Any, ...]:
+    """The C image writer's plan: names, keys as the generated writer's document has them, kinds, float texts."""
+    return (tuple(c.name for c in layout.columns),
+            tuple(orjson_as_easyjson(orjson.dumps(c.name)) + b":" for c in layout.columns),
+            b"".join(_native_kind(c) for c in layout.columns), (_F32_TEXTS, _f32_text, _F64_TEXTS, _f64_text))
+
+
 def _source(layout: _Layout, tidb_extension: bool, only_updated: bool, delete_handle_only: bool, schema: str,
-            table: str) -> str:
+            table: str, whole_images: bool = False) -> str:
     """The writer's source: ``write(event, ts)`` for INSERT, UPDATE and DELETE of full images (a DELETE
-    declines under delete-only-output-handle-key-columns)."""
+    declines under delete-only-output-handle-key-columns); ``whole_images``: full images are first
+    written by the C writer (``canal_image``), the lines that follow writing the ones it declines."""
     count = len(layout.columns)
     names = [literal(c.name) for c in layout.columns]
     exprs = [_text_expression(i, layout) for i in range(count)]
@@ -161,6 +181,17 @@ def _source(layout: _Layout, tidb_extension: bool, only_updated: bool, delete_ha
     def image_dict(image: str) -> str:
         return "{" + ", ".join(f"{n}: None if (v := {image}[{n}]) is None else ({e})"
                                for n, e in zip(names, exprs)) + "}"
+
+    def body(old: str | None, new: str, python: str, indent: str) -> list[str]:
+        # The document's "old" and "data" members; the Python path's through orjson and easyjson's fixups.
+        if not whole_images:
+            return [f"{indent}body = fixups({python})"]
+        if old is None:
+            return [f"{indent}a = canal_image({new}, PLAN)",
+                    f"{indent}body = b'{{\"old\":null,\"data\":[%b]}}' % a if a is not None else fixups({python})"]
+        return [f"{indent}a = canal_image({old}, PLAN)", f"{indent}b = canal_image({new}, PLAN)",
+                f"{indent}body = b'{{\"old\":[%b],\"data\":[%b]}}' % (a, b) if a is not None and b is not None"
+                f" else fixups({python})"]
 
     def promotions(image: str) -> list[str]:
         lines = ["    m = 0"]
@@ -188,18 +219,19 @@ def _source(layout: _Layout, tidb_extension: bool, only_updated: bool, delete_ha
             lines += [f"            v = old[{n}]", f"            w = new[{n}]",
                       "            if (v is not w) if (v is None or w is None) else not (v == w):",
                       f"                o[{n}] = None if v is None else ({e})"]
-        lines.append(f"            body = dumps({{'old': [o], 'data': [{image_dict('new')}]}})")
+        lines.append(f"            body = fixups(dumps({{'old': [o], 'data': [{image_dict('new')}]}}))")
     else:
-        lines.append(f"            body = dumps({{'old': [{image_dict('old')}], 'data': [{image_dict('new')}]}})")
+        lines += body("old", "new", f"dumps({{'old': [{image_dict('old')}], 'data': [{image_dict('new')}]}})",
+                      " " * 12)
     lines += [
         "        else:",
         "            head = HEAD_INSERT",
-        f"            body = dumps({{'old': None, 'data': [{image_dict('new')}]}})",
+        *body(None, "new", f"dumps({{'old': None, 'data': [{image_dict('new')}]}})", " " * 12),
         "        sent = new",
         "    elif old:",
         f"        if {delete_handle_only} or len(old) != {count}: return None",
         "        head = HEAD_DELETE",
-        f"        body = dumps({{'old': None, 'data': [{image_dict('old')}]}})",
+        *body(None, "old", f"dumps({{'old': None, 'data': [{image_dict('old')}]}})", " " * 8),
         "        sent = old",
         "    else:",
         "        return None",
@@ -209,7 +241,6 @@ def _source(layout: _Layout, tidb_extension: bool, only_updated: bool, delete_ha
         lines.append("    mid = MIDS.get(m) or mid_for(m)")
     else:
         lines.append("    mid = MID")
-    lines.append("    body = fixups(body)")
     if tidb_extension:
         lines.append("    commit_ts = event.commit_ts")
         lines.append("    return b'%b%d,\"ts\":%d%b%b,\"_tidb\":{\"commitTs\":%d}}' "
@@ -231,7 +262,12 @@ def _build(table: TableInfo, content_compatible: bool, tidb_extension: bool, onl
         "fixups": orjson_as_easyjson, "text": _value_text, "promoted": _promoted, "f32": _f32_text,
         "f64": _f64_text, "F32": _F32_TEXTS, "F64": _F64_TEXTS,
     }
-    source = _source(layout, tidb_extension, only_updated, delete_handle_only, table.schema, table.table)
+    helpers = native()
+    if helpers is not None:
+        namespace["canal_image"] = helpers.canal_image
+        namespace["PLAN"] = _native_plan(layout)
+    source = _source(layout, tidb_extension, only_updated, delete_handle_only, table.schema, table.table,
+                     whole_images=helpers is not None)
     writer: RowWriter = compile_function(source, "write", namespace)
     return writer
 
@@ -241,10 +277,11 @@ def row_writer(table: TableInfo, content_compatible: bool, tidb_extension: bool,
     """The generated writer of ``table``'s row messages under these options (cached on the TableInfo);
     None for a table it does not write (no columns, duplicate or virtual key columns, names that are
     not valid text)."""
-    cache: dict[tuple[bool, bool, bool, bool], RowWriter | None] | None = table.__dict__.get(_WRITERS_ATTR)
+    cache: dict[tuple[bool, ...], RowWriter | None] | None = table.__dict__.get(_WRITERS_ATTR)
     if cache is None:
         cache = table.__dict__[_WRITERS_ATTR] = {}
-    key = (content_compatible, tidb_extension, only_updated, delete_handle_only)
+    # The form too: the C image writer is used only while native() is on.
+    key = (content_compatible, tidb_extension, only_updated, delete_handle_only, native() is not None)
     try:
         return cache[key]
     except KeyError:
