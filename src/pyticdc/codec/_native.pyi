@@ -23,3 +23,6 @@ def avro_image(buf: bytes, pos: int, plan: tuple[Any, ...], row_type: type[Row],
 
 def canal_image(image: Any, plan: tuple[Any, ...], /) -> bytes | None:
     """A Canal-JSON row image as TiCDC's easyjson writes it, or None (a decline)."""
+
+def avro_row_image(image: Any, plan: tuple[Any, ...], location: bytes, /) -> bytes | None:
+    """A Simple-Avro row image's map as TiCDC writes it, or None (a decline)."""

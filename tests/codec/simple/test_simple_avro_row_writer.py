@@ -17,6 +17,9 @@ from pyticdc.errors import EncodeError
 from pyticdc.model import Op, RowChange
 from strategies import awkward_image, row_changes
 
+#: Every test here runs with the fast paths' C helpers and with their pure-Python forms.
+pytestmark = pytest.mark.usefixtures("fast_path_form")
+
 _AWKWARD = st.sampled_from([
     b"", b"\xff\xfe", "é订单😀".encode(), "text", "\udc80", "\ud800", "2025-01-01 00:00:00", 1.5, -0.0, 3.5e38,
     float("nan"), float("inf"), 2**64 - 1, 2**63, -(2**63), -1, 0, 63, 64, 8191, 8192, 2**21, True, None,
@@ -74,3 +77,36 @@ def test_row_writer_takes_valid_rows(rows: list[RowChange]) -> None:
             (message,) = encoder.encode([row])
         if row.op is Op.DELETE or row.columns is not None:
             assert fast == message.value
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=row_changes())
+def test_c_image_writer_takes_the_valid_images(rows: list[RowChange]) -> None:
+    """In the C form every image of a valid row is written by _native.avro_row_image (no decline)."""
+    from pyticdc.codec import _fastpath
+
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form")
+    encoder = Encoder({"encoding-format": "avro"}, clock=lambda: 5, auto_bootstrap=False)
+    answers: list[bytes | None] = []
+
+    def counting(image: Any, plan: Any, location: bytes) -> bytes | None:
+        answers.append(helpers.avro_row_image(image, plan, location))
+        return answers[-1]
+    for row in rows:
+        assert row.table_info is not None
+        writer = avro_row_writer(row.table_info, False)
+        assert writer is not None
+        namespace = writer.__globals__
+        answers.clear()
+        namespace["avro_row_image"] = counting
+        try:
+            fast = writer(row, 5, encoder._location_avro)
+        finally:
+            namespace["avro_row_image"] = helpers.avro_row_image
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(simple_encoder, "avro_row_writer", lambda table, key_only: None)
+            (message,) = encoder.encode([row])
+        assert fast == message.value
+        assert len(answers) == (row.columns is not None) + (row.pre_columns is not None) and None not in answers

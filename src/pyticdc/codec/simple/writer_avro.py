@@ -18,7 +18,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, Final
 
-from pyticdc.codec._fastpath import DECLINES, compile_function, literal
+from pyticdc.codec._fastpath import DECLINES, compile_function, literal, native
 from pyticdc.codec.simple import values as V
 from pyticdc.codec.simple.avro import DML_HEAD, DML_TYPES, long_bytes
 from pyticdc.codec.simple.fastpath import compiled
@@ -107,6 +107,15 @@ def _column_lines(i: int, spec: V.ColumnPlan) -> tuple[str, ...]:
     else:
         fast = ("type(v) is str", "b = v.encode()", *_DATA)
     return tuple(line.replace("{i}", str(i)) for line in fast)
+
+
+def _native_kind(spec: V.ColumnPlan) -> bytes | None:
+    """A column's value kind in the C image writer (_native.avro_row_image), as _column_lines writes it."""
+    kind = spec.kind
+    if kind == V.KIND_INT:
+        return {(-INT64_MAX - 1, INT64_MAX): b"l", (0, INT64_MAX): b"p", (0, MASK64): b"U"}.get(spec.bounds)
+    return {V.KIND_UINT: b"U", V.KIND_FLOAT: b"f", V.KIND_DOUBLE: b"d", V.KIND_TIMESTAMP: b"T",
+            V.KIND_BYTES: b"b"}.get(kind, b"s")
 
 
 def _branch(spec: V.ColumnPlan) -> int:
@@ -235,14 +244,24 @@ class _AvroWriterCode:
             lines += ["        " + line for line in fast[1:]]
             lines += ["    else:", f"        out += K{i}", f"        general(out, cols[{i}], v, loc)"]
         lines.append("    out.append(0)")
+        kinds = [_native_kind(spec) for spec in specs]
+        helpers = native()
+        if helpers is not None and specs and None not in kinds:
+            # The C writer of the same image first (None: it declines, and the lines write it).
+            namespace["avro_row_image"] = helpers.avro_row_image
+            count = range(len(specs))
+            namespace["PLAN"] = (tuple(spec.name for spec in specs), tuple(namespace[f"KB{i}"] for i in count),
+                                 tuple(namespace[f"KN{i}"] for i in count), b"".join(k for k in kinds if k is not None))
+            lines = ["    image = avro_row_image(values, PLAN, loc)", "    if image is not None: out += image",
+                     "    else:", *("    " + line for line in lines)]
         schema = table.schema.encode("utf-8", "surrogateescape")
         name = table.table.encode("utf-8", "surrogateescape")
         head = DML_HEAD + long_bytes(len(schema)) + schema + long_bytes(len(name)) + name
-        kinds = {op: bytes([DML_TYPES.index(DML_TYPE_NAMES[op]) << 1]) for op in (Op.INSERT, Op.UPDATE, Op.DELETE)}
+        types = {op: bytes([DML_TYPES.index(DML_TYPE_NAMES[op]) << 1]) for op in (Op.INSERT, Op.UPDATE, Op.DELETE)}
         base = {
             "HEAD": head, "TABLE_ID": table.table_id,
-            **{f"START_{op.name}": head + long_bytes(table.table_id) + kinds[op] for op in kinds},
-            "KIND_INSERT": kinds[Op.INSERT], "KIND_UPDATE": kinds[Op.UPDATE], "KIND_DELETE": kinds[Op.DELETE],
+            **{f"START_{op.name}": head + long_bytes(table.table_id) + types[op] for op in types},
+            "KIND_INSERT": types[Op.INSERT], "KIND_UPDATE": types[Op.UPDATE], "KIND_DELETE": types[Op.DELETE],
             "VERSION_NO_DATA": long_bytes(u64_as_i64(table.schema_version)) + b"\x00\x00\x00\x00",
             "VERSION_DATA": long_bytes(u64_as_i64(table.schema_version)) + b"\x00\x00\x00\x02",
         }
@@ -257,12 +276,14 @@ class _AvroWriterCode:
 def avro_row_writer(table: TableInfo, key_only_delete: bool) -> AvroRowWriter | None:
     """The fast row writer of a table version (shared by equal versions); None when it cannot have one."""
     cache = table.__dict__
+    # The form too: the C image writer is used only while native() is on.
+    slot = "_pyticdc_simple_avro_writer" if native() is None else "_pyticdc_simple_avro_writer_native"
     try:
-        code: _AvroWriterCode | None = cache["_pyticdc_simple_avro_writer"]
+        code: _AvroWriterCode | None = cache[slot]
     except KeyError:
         try:
-            code = compiled("avro-writer", table, _AvroWriterCode)
+            code = compiled(slot, table, _AvroWriterCode)
         except (UnicodeEncodeError, ValueError, OverflowError, EncodeError):  # names or ids it cannot write
             code = None
-        cache["_pyticdc_simple_avro_writer"] = code
+        cache[slot] = code
     return None if code is None else code.writers[key_only_delete]
