@@ -40,12 +40,14 @@ import glob
 import gzip
 import importlib
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import IO, Any, Final, cast
 
+import msgspec
 import orjson
 
 from pyticdc.errors import CaptureError
@@ -225,8 +227,55 @@ def _int_field(envelope: dict[str, Any], name: str, where: str, default: int | N
     return value
 
 
+class _JsonlLine(msgspec.Struct):
+    """A ``jsonl`` line as parse_line's common case reads it (msgspec checks the types in one pass)."""
+
+    topic: str
+    partition: int
+    offset: int = -1
+    timestamp: int | None = None
+    key: str | None = None
+    value: str | None = None
+
+
+_read_jsonl: Final = msgspec.json.Decoder(_JsonlLine).decode
+
+
+def _strict_b64(text: str) -> bytes:
+    if sys.version_info >= (3, 11):
+        return binascii.a2b_base64(text, strict_mode=True)
+    return base64.b64decode(text, validate=True)  # pragma: no cover - Python 3.10
+
+
+def _fast_jsonl(line: bytes) -> KafkaRecord | None:
+    """parse_line's record for a plain ``jsonl`` line, or None: then parse_line reads it field by field
+    (and alone words its errors). Plain: ASCII without ``\\u`` escapes, so msgspec and orjson read the
+    same JSON (no invalid UTF-8 or lone surrogate one of them would let through), then the fields of
+    the types parse_line wants (msgspec never takes a bool for an int) and strict base64."""
+    if not line.isascii() or b"\\u" in line:
+        return None
+    try:
+        fields = _read_jsonl(line)
+        key = None if fields.key is None else _strict_b64(fields.key)
+        value = None if fields.value is None else _strict_b64(fields.value)
+    except (msgspec.DecodeError, binascii.Error, ValueError):
+        return None
+    timestamp = fields.timestamp
+    return KafkaRecord(topic=fields.topic, partition=fields.partition, offset=fields.offset, key=key, value=value,
+                       timestamp_ms=timestamp if timestamp and timestamp > 0 else 0)
+
+
 def parse_line(line: bytes, format: str, where: str = "capture") -> KafkaRecord:
     """A KafkaRecord from one ``jsonl`` or ``kcat`` line; CaptureError naming ``where`` otherwise."""
+    if format == "jsonl":
+        found = _fast_jsonl(line)
+        if found is not None:
+            return found
+    return _parse_fields(line, format, where)
+
+
+def _parse_fields(line: bytes, format: str, where: str) -> KafkaRecord:
+    """parse_line field by field: every check, every error's words."""
     try:
         envelope = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -280,7 +329,12 @@ def _read_lines(
                 break
             at = position
             position += len(line)
-            if not line.strip():
+            if line.isspace():  # a blank line (isspace: strip()'s whitespace, without the copy)
+                continue
+            # The plain line first: its position is formatted only for a line that needs the words.
+            found = _fast_jsonl(line) if format == "jsonl" else None
+            if found is not None:
+                yield found
                 continue
             try:
                 yield parse_line(line, format, f"{path} (byte {at})")
