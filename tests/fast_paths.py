@@ -4,7 +4,8 @@ to compare (messages or the error's text; events with floats by their bits)."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -15,7 +16,7 @@ from pyticdc.codec.base import Message
 from pyticdc.errors import DecodeError, EncodeError
 from pyticdc.model import Event, RowChange, TableInfo
 
-__all__ = ["ReferenceEncoder", "assert_avro_readers_agree", "avro_outcome", "encoded", "open_fast_decode"]
+__all__ = ["ReferenceEncoder", "answers_of", "assert_avro_readers_agree", "avro_outcome", "encoded", "open_fast_decode"]
 
 
 class ReferenceEncoder(simple.Encoder):
@@ -72,3 +73,21 @@ def open_fast_decode(decoder: open_protocol.Decoder, key: bytes, value: bytes) -
         return decoder._fast.decode(key, value)
     except DECLINES:
         return None
+
+
+@contextmanager
+def answers_of(generated: Callable[..., Any], name: str) -> Iterator[list[Any]]:
+    """The answers of the C helper ``name`` that the ``generated`` function calls, while the block runs (None: a
+    decline): how a test sees that the C form took the rows itself."""
+    namespace = generated.__globals__
+    helper = namespace[name]
+    answers: list[Any] = []
+
+    def counting(*args: Any) -> Any:
+        answers.append(helper(*args))
+        return answers[-1]
+    namespace[name] = counting
+    try:
+        yield answers
+    finally:
+        namespace[name] = helper

@@ -12,6 +12,23 @@
 #include <stdint.h>
 #include <string.h>
 
+/* A call of ``name`` with other than ``expected`` positional arguments: TypeError (a bug, never the input). */
+#define CHECK_NARGS(name, expected)                                                         \
+    do {                                                                                    \
+        if (nargs != (expected)) {                                                          \
+            PyErr_SetString(PyExc_TypeError, name " takes " #expected " positional arguments"); \
+            return NULL;                                                                    \
+        }                                                                                   \
+    } while (0)
+
+/* A plan that is not what the Python side builds: TypeError (a bug). */
+static PyObject *
+malformed(const char *function)
+{
+    PyErr_Format(PyExc_TypeError, "%s: a malformed plan", function);
+    return NULL;
+}
+
 /* §3.1: a varint takes at most 10 bytes; the 10th holds only bit 63 (Go's binary.Uvarint). */
 #define MAX_VARINT_LEN 10
 #define MAX_INT32 2147483647LL
@@ -99,10 +116,7 @@ static PyObject *
 craft_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "craft_image takes 6 positional arguments");
-        return NULL;
-    }
+    CHECK_NARGS("craft_image", 6);
     PyObject *buf = args[0], *kinds = args[3], *names = args[4], *row_type = args[5];
     if (!PyBytes_Check(buf) || !PyBytes_Check(kinds) || !PyTuple_Check(names) || !PyType_Check(row_type)) {
         PyErr_SetString(PyExc_TypeError, "craft_image(bytes, int, int, bytes, tuple, type)");
@@ -305,6 +319,37 @@ out_int(Out *out, long long value)
     return out_uint(out, (unsigned long long)value);
 }
 
+/* An exact int in the range of ``kind`` ('i' int64, 'p' 0..int64, 'u' 0..uint64) as its 64 bits (an int64
+ * two's complement): 0; -2 for another type or a value out of range (a decline); -1 for an error. */
+static int
+ranged_int(PyObject *value, char kind, unsigned long long *bits)
+{
+    if (!PyLong_CheckExact(value)) {
+        return -2;
+    }
+    int overflow;
+    long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (number == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow == 0 && (kind == 'i' || number >= 0)) {
+        *bits = (unsigned long long)number;
+        return 0;
+    }
+    if (overflow > 0 && kind == 'u') {
+        *bits = PyLong_AsUnsignedLongLong(value);
+        if (*bits == (unsigned long long)-1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                return -1;
+            }
+            PyErr_Clear();
+            return -2;
+        }
+        return 0;
+    }
+    return -2;
+}
+
 /* Bytes written as they are inside a JSON string; the rest is escaped (json_escape). */
 static unsigned char json_plain[256];
 
@@ -431,9 +476,9 @@ json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
     return json_string_as(out, p, n, check, 0, 0);
 }
 
-/* A str as a JSON string; -2 for a str with a lone surrogate (no UTF-8: a decline). */
+/* A str as a JSON string (``easy``: easyjson's \u0008 \u000c); -2 for a lone surrogate (a decline). */
 static int
-json_str(Out *out, PyObject *text)
+json_str(Out *out, PyObject *text, int easy)
 {
     Py_ssize_t size;
     const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
@@ -444,22 +489,14 @@ json_str(Out *out, PyObject *text)
         }
         return -1;
     }
-    return json_string(out, (const unsigned char *)utf8, size, 0);
+    return json_string_as(out, (const unsigned char *)utf8, size, 0, easy, 0);
 }
 
-/* Bytes as msgspec writes them: a string of their standard base64, padded. */
-static int
-json_base64(Out *out, const unsigned char *p, Py_ssize_t n)
+/* The standard base64 (padded) of p[0..n) into w, which has room for (n + 2) / 3 * 4 characters. */
+static void
+base64_encode(const unsigned char *p, Py_ssize_t n, char *w)
 {
     static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (n > (PY_SSIZE_T_MAX - 8) / 4 * 3 || out_reserve(out, (n + 2) / 3 * 4 + 2) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_NoMemory();
-        }
-        return -1;
-    }
-    char *w = out->data + out->size;
-    *w++ = '"';
     Py_ssize_t i = 0;
     for (; i + 3 <= n; i += 3) {
         unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
@@ -468,28 +505,45 @@ json_base64(Out *out, const unsigned char *p, Py_ssize_t n)
         *w++ = alphabet[(v >> 6) & 63];
         *w++ = alphabet[v & 63];
     }
-    if (n - i == 1) {
-        unsigned v = (unsigned)p[i] << 16;
+    if (n - i >= 1) {
+        unsigned v = (unsigned)p[i] << 16 | (n - i == 2 ? (unsigned)p[i + 1] << 8 : 0);
         *w++ = alphabet[v >> 18];
         *w++ = alphabet[(v >> 12) & 63];
-        *w++ = '=';
-        *w++ = '=';
+        *w++ = n - i == 2 ? alphabet[(v >> 6) & 63] : '=';
+        *w = '=';
     }
-    else if (n - i == 2) {
-        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8;
-        *w++ = alphabet[v >> 18];
-        *w++ = alphabet[(v >> 12) & 63];
-        *w++ = alphabet[(v >> 6) & 63];
-        *w++ = '=';
+}
+
+/* Bytes as msgspec writes them: a string of their standard base64, padded. */
+static int
+json_base64(Out *out, const unsigned char *p, Py_ssize_t n)
+{
+    if (n > (PY_SSIZE_T_MAX - 8) / 4 * 3) {
+        PyErr_NoMemory();
+        return -1;
     }
-    *w++ = '"';
-    out->size = w - out->data;
+    Py_ssize_t size = (n + 2) / 3 * 4;
+    if (out_reserve(out, size + 2) < 0) {
+        return -1;
+    }
+    out->data[out->size] = '"';
+    base64_encode(p, n, out->data + out->size + 1);
+    out->data[out->size + 1 + size] = '"';
+    out->size += size + 2;
     return 0;
+}
+
+/* Whether ``floats`` is a writer's (F32 texts, f32, F64 texts, f64): the remembered texts and their functions. */
+static int
+float_texts(PyObject *floats)
+{
+    return PyTuple_Check(floats) && PyTuple_GET_SIZE(floats) == 4 && PyDict_Check(PyTuple_GET_ITEM(floats, 0))
+           && PyDict_Check(PyTuple_GET_ITEM(floats, 2));
 }
 
 /* A float's text from the writer's cache, else from its text function (finite values only). */
 static int
-json_float(Out *out, PyObject *value, PyObject *cache, PyObject *text_of)
+json_float(Out *out, PyObject *value, PyObject *cache, PyObject *text_of, int easy)
 {
     double number = PyFloat_AS_DOUBLE(value);
     if (number - number != 0.0) {
@@ -508,7 +562,7 @@ json_float(Out *out, PyObject *value, PyObject *cache, PyObject *text_of)
             return -1;
         }
     }
-    int result = PyUnicode_CheckExact(text) ? json_str(out, text) : -2;
+    int result = PyUnicode_CheckExact(text) ? json_str(out, text, easy) : -2;
     Py_DECREF(text);
     return result;
 }
@@ -548,30 +602,12 @@ json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const cha
         }
         else if (kind == 'i' || kind == 'u' || kind == 'p') {
             /* TINYINT..BIGINT, YEAR (int64), BIGINT UNSIGNED (uint64), other unsigned (0..int64): text */
-            if (!PyLong_CheckExact(value)) {
-                return -2;
-            }
-            int overflow;
-            long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
-            if (number == -1 && PyErr_Occurred()) {
-                return -1;
-            }
-            if (overflow == 0 && (kind == 'i' || number >= 0)) {
-                result = out_put(out, "\"", 1) < 0 || out_int(out, number) < 0 || out_put(out, "\"", 1) < 0 ? -1 : 0;
-            }
-            else if (overflow > 0 && kind == 'u') {
-                unsigned long long big = PyLong_AsUnsignedLongLong(value);
-                if (big == (unsigned long long)-1 && PyErr_Occurred()) {
-                    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
-                        return -1;
-                    }
-                    PyErr_Clear();
-                    return -2;
-                }
-                result = out_put(out, "\"", 1) < 0 || out_uint(out, big) < 0 || out_put(out, "\"", 1) < 0 ? -1 : 0;
-            }
-            else {
-                return -2; /* out of the column's range: the reference's error */
+            unsigned long long bits;
+            result = ranged_int(value, kind, &bits);
+            if (result == 0) {
+                result = out_put(out, "\"", 1) < 0
+                         || (kind == 'i' ? out_int(out, (long long)bits) : out_uint(out, bits)) < 0
+                         || out_put(out, "\"", 1) < 0 ? -1 : 0;
             }
         }
         else if (kind == 'f' || kind == 'd') {
@@ -579,7 +615,7 @@ json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const cha
                 return -2;
             }
             int k = kind == 'f' ? 0 : 2;
-            result = json_float(out, value, PyTuple_GET_ITEM(floats, k), PyTuple_GET_ITEM(floats, k + 1));
+            result = json_float(out, value, PyTuple_GET_ITEM(floats, k), PyTuple_GET_ITEM(floats, k + 1), 0);
         }
         else if (kind == 's') {
             /* CHAR..BLOB of a text charset: the bytes as text (invalid UTF-8: a decline) */
@@ -601,13 +637,13 @@ json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const cha
             }
             result = out_put(out, "{\"location\":", 12);
             if (result == 0) {
-                result = json_str(out, location);
+                result = json_str(out, location, 0);
             }
             if (result == 0) {
                 result = out_put(out, ",\"value\":", 9);
             }
             if (result == 0) {
-                result = json_str(out, value);
+                result = json_str(out, value, 0);
             }
             if (result == 0) {
                 result = out_put(out, "}", 1);
@@ -617,7 +653,7 @@ json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const cha
             if (!PyUnicode_CheckExact(value)) {
                 return -2;
             }
-            result = json_str(out, value);
+            result = json_str(out, value, 0);
         }
         else {
             PyErr_Format(PyExc_TypeError, "simple_json_row: unknown value kind %c", kind);
@@ -639,10 +675,7 @@ static PyObject *
 simple_json_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "simple_json_row takes 7 positional arguments");
-        return NULL;
-    }
+    CHECK_NARGS("simple_json_row", 7);
     PyObject *plan = args[0], *location = args[6];
     if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != PLAN_SIZE || !PyUnicode_Check(location)) {
         PyErr_SetString(PyExc_TypeError, "simple_json_row: a plan tuple and a location str");
@@ -654,23 +687,19 @@ simple_json_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *kinds = PyTuple_GET_ITEM(plan, PLAN_KINDS);
     PyObject *floats = PyTuple_GET_ITEM(plan, PLAN_FLOATS);
     if (!PyTuple_Check(image_keys) || !PyTuple_Check(names) || !PyTuple_Check(keys) || !PyBytes_Check(kinds)
-        || !PyTuple_Check(floats) || PyTuple_GET_SIZE(floats) != 4 || !PyDict_Check(PyTuple_GET_ITEM(floats, 0))
-        || !PyDict_Check(PyTuple_GET_ITEM(floats, 2)) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)
+        || !float_texts(floats) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)
         || PyBytes_GET_SIZE(kinds) != PyTuple_GET_SIZE(names) || PyTuple_GET_SIZE(image_keys) < 1
         || PyTuple_GET_SIZE(image_keys) > 2) {
-        PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
-        return NULL;
+        return malformed("simple_json_row");
     }
     for (int k = PLAN_HEAD; k <= PLAN_BUILD_TS; k++) {
         if (!PyBytes_Check(PyTuple_GET_ITEM(plan, k))) {
-            PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
-            return NULL;
+            return malformed("simple_json_row");
         }
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
         if (!PyBytes_Check(PyTuple_GET_ITEM(keys, k)) || !PyUnicode_Check(PyTuple_GET_ITEM(names, k))) {
-            PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
-            return NULL;
+            return malformed("simple_json_row");
         }
     }
     /* The numbers: exact ints of 64 bits (anything else is the generated writer's). */
@@ -704,7 +733,7 @@ simple_json_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *image = args[4 + k];
         PyObject *key = PyTuple_GET_ITEM(image_keys, k);
         if (!PyBytes_Check(key)) {
-            PyErr_SetString(PyExc_TypeError, "simple_json_row: a malformed plan");
+            malformed("simple_json_row");
             result = -1;
         }
         else if (out_bytes_object(&out, key) < 0) {
@@ -734,29 +763,12 @@ simple_json_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 base64_str(const unsigned char *p, Py_ssize_t n)
 {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     if (n > (PY_SSIZE_T_MAX - 3) / 4 * 3) {
         return PyErr_NoMemory();
     }
     PyObject *text = PyUnicode_New((n + 2) / 3 * 4, 127);
-    if (text == NULL) {
-        return NULL;
-    }
-    Py_UCS1 *w = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
-        *w++ = (Py_UCS1)alphabet[v >> 18];
-        *w++ = (Py_UCS1)alphabet[(v >> 12) & 63];
-        *w++ = (Py_UCS1)alphabet[(v >> 6) & 63];
-        *w++ = (Py_UCS1)alphabet[v & 63];
-    }
-    if (n - i >= 1) {
-        unsigned v = (unsigned)p[i] << 16 | (n - i == 2 ? (unsigned)p[i + 1] << 8 : 0);
-        *w++ = (Py_UCS1)alphabet[v >> 18];
-        *w++ = (Py_UCS1)alphabet[(v >> 12) & 63];
-        *w++ = (Py_UCS1)(n - i == 2 ? alphabet[(v >> 6) & 63] : '=');
-        *w++ = '=';
+    if (text != NULL) {
+        base64_encode(p, n, (char *)PyUnicode_1BYTE_DATA(text));
     }
     return text;
 }
@@ -816,10 +828,7 @@ static PyObject *
 row_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "row_text takes 3 positional arguments");
-        return NULL;
-    }
+    CHECK_NARGS("row_text", 3);
     PyObject *row = args[0], *binary = args[1], *names = args[2];
     if (!PyDict_Check(row) || !PyAnySet_Check(binary) || (names != Py_None && !PyList_Check(names))) {
         PyErr_SetString(PyExc_TypeError, "row_text(dict, frozenset, list | None)");
@@ -875,24 +884,17 @@ fail:
 
 /* ------------------------------------------------------------------ Simple-Avro row images */
 
-/* An Avro long (zigzag varint of at most 10 bytes, 64 bits) at p[0..n): the bytes it takes, 0 if none. */
+/* An Avro long at p[0..n): a zigzag varint of 64 bits (the uvarint rules of read_uvarint); the bytes it
+ * takes, 0 if none. */
 static Py_ssize_t
 avro_long(const unsigned char *p, Py_ssize_t n, int64_t *out)
 {
-    uint64_t value = 0;
-    Py_ssize_t limit = n < MAX_VARINT_LEN ? n : MAX_VARINT_LEN;
-    for (Py_ssize_t i = 0; i < limit; i++) {
-        unsigned char byte = p[i];
-        if (i == MAX_VARINT_LEN - 1 && (byte & 0x7F) > 1) {
-            return 0; /* bits past 64 */
-        }
-        value |= (uint64_t)(byte & 0x7F) << (7 * i);
-        if (byte < 0x80) {
-            *out = unzigzag(value);
-            return i + 1;
-        }
+    uint64_t value;
+    Py_ssize_t used = read_uvarint(p, n, &value);
+    if (used) {
+        *out = unzigzag(value);
     }
-    return 0;
+    return used;
 }
 
 /* The Avro string or bytes at p[0..n): its data's offset and size; 0 if it does not fit. */
@@ -918,10 +920,7 @@ static PyObject *
 avro_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "avro_image takes 4 positional arguments");
-        return NULL;
-    }
+    CHECK_NARGS("avro_image", 4);
     PyObject *buf = args[0], *plan = args[2], *row_type = args[3];
     if (!PyBytes_Check(buf) || !PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4 || !PyType_Check(row_type)) {
         PyErr_SetString(PyExc_TypeError, "avro_image(bytes, int, plan, type)");
@@ -933,8 +932,7 @@ avro_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         || PyTuple_GET_SIZE(with_value) != PyTuple_GET_SIZE(names)
         || PyTuple_GET_SIZE(with_null) != PyTuple_GET_SIZE(names)
         || PyBytes_GET_SIZE(handlers) != PyTuple_GET_SIZE(names)) {
-        PyErr_SetString(PyExc_TypeError, "avro_image: a malformed plan");
-        return NULL;
+        return malformed("avro_image");
     }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
     if (pos == -1 && PyErr_Occurred()) {
@@ -954,7 +952,7 @@ avro_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *prefix = PyTuple_GET_ITEM(with_value, i), *null_prefix = PyTuple_GET_ITEM(with_null, i);
         if (!PyBytes_Check(prefix) || !PyBytes_Check(null_prefix)) {
-            PyErr_SetString(PyExc_TypeError, "avro_image: a malformed plan");
+            malformed("avro_image");
             goto fail;
         }
         Py_ssize_t length = PyBytes_GET_SIZE(prefix);
@@ -1061,22 +1059,6 @@ fail:
 
 /* ------------------------------------------------------------------ Canal-JSON row images */
 
-/* A str as easyjson writes it; -2 for a lone surrogate. */
-static int
-easy_str(Out *out, PyObject *text)
-{
-    Py_ssize_t size;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
-    if (utf8 == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-            PyErr_Clear();
-            return -2;
-        }
-        return -1;
-    }
-    return json_string_as(out, (const unsigned char *)utf8, size, 0, 1, 0);
-}
-
 PyDoc_STRVAR(canal_image_doc,
 "canal_image(image, plan, /)\n--\n\n"
 "A Canal-JSON row image ``{\"name\":\"text\",...}`` as TiCDC's easyjson writes it, or None (a decline: the "
@@ -1087,23 +1069,17 @@ static PyObject *
 canal_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "canal_image takes 2 positional arguments");
-        return NULL;
-    }
+    CHECK_NARGS("canal_image", 2);
     PyObject *image = args[0], *plan = args[1];
     if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4) {
-        PyErr_SetString(PyExc_TypeError, "canal_image: a malformed plan");
-        return NULL;
+        return malformed("canal_image");
     }
     PyObject *names = PyTuple_GET_ITEM(plan, 0), *keys = PyTuple_GET_ITEM(plan, 1);
     PyObject *kinds = PyTuple_GET_ITEM(plan, 2), *floats = PyTuple_GET_ITEM(plan, 3);
-    if (!PyTuple_Check(names) || !PyTuple_Check(keys) || !PyBytes_Check(kinds) || !PyTuple_Check(floats)
-        || PyTuple_GET_SIZE(floats) != 4 || !PyDict_Check(PyTuple_GET_ITEM(floats, 0))
-        || !PyDict_Check(PyTuple_GET_ITEM(floats, 2)) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)
+    if (!PyTuple_Check(names) || !PyTuple_Check(keys) || !PyBytes_Check(kinds) || !float_texts(floats)
+        || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(names)
         || PyBytes_GET_SIZE(kinds) != PyTuple_GET_SIZE(names)) {
-        PyErr_SetString(PyExc_TypeError, "canal_image: a malformed plan");
-        return NULL;
+        return malformed("canal_image");
     }
     Py_ssize_t count = PyTuple_GET_SIZE(names);
     if (!PyDict_Check(image) || PyDict_GET_SIZE(image) != count) {
@@ -1116,7 +1092,7 @@ canal_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
         PyObject *key = PyTuple_GET_ITEM(keys, i);
         if (!PyBytes_Check(key)) {
-            PyErr_SetString(PyExc_TypeError, "canal_image: a malformed plan");
+            malformed("canal_image");
             result = -1;
             break;
         }
@@ -1141,7 +1117,7 @@ canal_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
             {
                 PyObject *text = PyObject_Str(value);
-                result = text == NULL ? -1 : easy_str(&out, text);
+                result = text == NULL ? -1 : json_str(&out, text, 1);
                 Py_XDECREF(text);
             }
             break;
@@ -1161,29 +1137,12 @@ canal_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 break;
             }
             {
-                double number = PyFloat_AS_DOUBLE(value);
-                if (number - number != 0.0) {
-                    result = -2;
-                    break;
-                }
                 int k = kind[i] == 'f' ? 0 : 2;
-                PyObject *text = PyDict_GetItemWithError(PyTuple_GET_ITEM(floats, k), value);
-                if (text != NULL) {
-                    Py_INCREF(text);
-                }
-                else if (!PyErr_Occurred()) {
-                    text = PyObject_CallOneArg(PyTuple_GET_ITEM(floats, k + 1), value);
-                }
-                if (text == NULL) {
-                    result = -1;
-                    break;
-                }
-                result = PyUnicode_CheckExact(text) ? easy_str(&out, text) : -2;
-                Py_DECREF(text);
+                result = json_float(&out, value, PyTuple_GET_ITEM(floats, k), PyTuple_GET_ITEM(floats, k + 1), 1);
             }
             break;
         case 'S': /* the others: an exact str */
-            result = PyUnicode_CheckExact(value) ? easy_str(&out, value) : -2;
+            result = PyUnicode_CheckExact(value) ? json_str(&out, value, 1) : -2;
             break;
         default:
             PyErr_Format(PyExc_TypeError, "canal_image: unknown value kind %c", kind[i]);
@@ -1241,22 +1200,17 @@ static PyObject *
 avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "avro_row_image takes 3 positional arguments");
-        return NULL;
-    }
+    CHECK_NARGS("avro_row_image", 3);
     PyObject *image = args[0], *plan = args[1], *location = args[2];
     if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 4 || !PyBytes_Check(location)) {
-        PyErr_SetString(PyExc_TypeError, "avro_row_image: a malformed plan");
-        return NULL;
+        return malformed("avro_row_image");
     }
     PyObject *names = PyTuple_GET_ITEM(plan, 0), *with_value = PyTuple_GET_ITEM(plan, 1);
     PyObject *with_null = PyTuple_GET_ITEM(plan, 2), *kinds = PyTuple_GET_ITEM(plan, 3);
     if (!PyTuple_Check(names) || !PyTuple_Check(with_value) || !PyTuple_Check(with_null) || !PyBytes_Check(kinds)
         || PyTuple_GET_SIZE(with_value) != PyTuple_GET_SIZE(names)
         || PyTuple_GET_SIZE(with_null) != PyTuple_GET_SIZE(names) || PyBytes_GET_SIZE(kinds) != PyTuple_GET_SIZE(names)) {
-        PyErr_SetString(PyExc_TypeError, "avro_row_image: a malformed plan");
-        return NULL;
+        return malformed("avro_row_image");
     }
     if (!PyDict_Check(image)) {
         Py_RETURN_NONE;
@@ -1269,7 +1223,7 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; result == 0 && i < count; i++) {
         PyObject *prefix = PyTuple_GET_ITEM(with_value, i), *null_prefix = PyTuple_GET_ITEM(with_null, i);
         if (!PyBytes_Check(prefix) || !PyBytes_Check(null_prefix)) {
-            PyErr_SetString(PyExc_TypeError, "avro_row_image: a malformed plan");
+            malformed("avro_row_image");
             result = -1;
             break;
         }
@@ -1283,38 +1237,14 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             continue;
         }
         switch (kind[i]) {
-        case 'l': /* a signed integer: an int64 */
+        case 'i': /* a signed integer: an int64 */
         case 'p': /* an unsigned integer below BIGINT: 0..int64 */
-        case 'U': /* BIGINT UNSIGNED, BIT, ENUM, SET: the uint64's int64 */
-            if (!PyLong_CheckExact(value)) {
-                result = -2;
-                break;
-            }
+        case 'u': /* BIGINT UNSIGNED, BIT, ENUM, SET: the uint64's int64 */
             {
-                int overflow;
-                long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
-                if (number == -1 && PyErr_Occurred()) {
-                    result = -1;
-                    break;
-                }
-                if (overflow == 0 && (kind[i] == 'l' || number >= 0)) {
-                    result = out_bytes_object(&out, prefix) < 0 || out_avro_long(&out, number) < 0 ? -1 : 0;
-                }
-                else if (overflow > 0 && kind[i] == 'U') {
-                    unsigned long long big = PyLong_AsUnsignedLongLong(value);
-                    if (big == (unsigned long long)-1 && PyErr_Occurred()) {
-                        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
-                            result = -1;
-                            break;
-                        }
-                        PyErr_Clear();
-                        result = -2;
-                        break;
-                    }
-                    result = out_bytes_object(&out, prefix) < 0 || out_avro_long(&out, (int64_t)big) < 0 ? -1 : 0;
-                }
-                else {
-                    result = -2;
+                unsigned long long bits;
+                result = ranged_int(value, kind[i], &bits);
+                if (result == 0) {
+                    result = out_bytes_object(&out, prefix) < 0 || out_avro_long(&out, (int64_t)bits) < 0 ? -1 : 0;
                 }
             }
             break;

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_paths import answers_of
 from pyticdc.codec import canal_json as cj
 from pyticdc.codec import jsontext
 from pyticdc.errors import EncodeError
@@ -84,21 +85,11 @@ def test_c_image_writer_takes_the_valid_images(rows: list[RowChange]) -> None:
     if helpers is None:
         pytest.skip("the pure-Python form")
     encoder = cj.Encoder({"enable-tidb-extension": True}, clock=lambda: 5)
-    answers: list[bytes | None] = []
-
-    def counting(image: Any, plan: Any) -> bytes | None:
-        answers.append(helpers.canal_image(image, plan))
-        return answers[-1]
     for row in rows:
         assert row.table_info is not None
         writer = encoder._writer(row.table_info)
         assert writer is not None
-        namespace = writer.__globals__
-        answers.clear()
-        namespace["canal_image"] = counting
-        try:
+        with answers_of(writer, "canal_image") as answers:
             reference = encoder._encode_row_reference(row)
             assert reference is not None and writer(row, 5) == reference.value
-        finally:
-            namespace["canal_image"] = helpers.canal_image
         assert answers and None not in answers

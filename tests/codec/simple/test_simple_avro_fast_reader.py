@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fast_paths import assert_avro_readers_agree
+from fast_paths import answers_of, assert_avro_readers_agree
 from pyticdc.codec.simple import Decoder, Encoder
 from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Op, Row, RowChange, TableInfo
 
@@ -119,16 +119,9 @@ def test_c_image_reader_takes_the_plain_images(fast_path_form: str) -> None:
         pytest.skip("the pure-Python form")
     plan = avro_plan(TABLE)
     assert plan is not None
-    namespace = plan.read_message.__globals__
-    answers: list[object] = []
-
-    def counting(*args: object) -> object:
-        answers.append(helpers.avro_image(*args))
-        return answers[-1]
-    namespace["avro_image"] = counting
-    try:
-        image = Row({"id": 70000, "u": 2**64 - 2, "t": "é".encode() * 40, "b": b"\xff" * 100, "dec": None,
-                     "ts": "2025-01-01 00:00:00", "f": 1.5, "k": -(2**63)})
+    image = Row({"id": 70000, "u": 2**64 - 2, "t": "é".encode() * 40, "b": b"\xff" * 100, "dec": None,
+                 "ts": "2025-01-01 00:00:00", "f": 1.5, "k": -(2**63)})
+    with answers_of(plan.read_message, "avro_image") as answers:
         for op in (Op.INSERT, Op.UPDATE, Op.DELETE):
             row = RowChange(op=op, schema=TABLE.schema, table=TABLE.table, commit_ts=449_000_000_000_000_777,
                             columns=None if op is Op.DELETE else image, pre_columns=None if op is Op.INSERT else image,
@@ -138,8 +131,6 @@ def test_c_image_reader_takes_the_plain_images(fast_path_form: str) -> None:
             assert message.value is not None
             event = plan.read_message(message.value, memoryview(b""))
             assert isinstance(event, RowChange) and (event.columns or event.pre_columns) == image
-    finally:
-        namespace["avro_image"] = helpers.avro_image
     assert len(answers) == 4 and None not in answers
 
 

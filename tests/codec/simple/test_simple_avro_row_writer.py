@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_paths import answers_of
 from pyticdc.codec.simple import Encoder
 from pyticdc.codec.simple import encoder as simple_encoder
 from pyticdc.codec.simple.writer_avro import avro_row_writer
@@ -89,22 +90,12 @@ def test_c_image_writer_takes_the_valid_images(rows: list[RowChange]) -> None:
     if helpers is None:
         pytest.skip("the pure-Python form")
     encoder = Encoder({"encoding-format": "avro"}, clock=lambda: 5, auto_bootstrap=False)
-    answers: list[bytes | None] = []
-
-    def counting(image: Any, plan: Any, location: bytes) -> bytes | None:
-        answers.append(helpers.avro_row_image(image, plan, location))
-        return answers[-1]
     for row in rows:
         assert row.table_info is not None
         writer = avro_row_writer(row.table_info, False)
         assert writer is not None
-        namespace = writer.__globals__
-        answers.clear()
-        namespace["avro_row_image"] = counting
-        try:
+        with answers_of(writer, "avro_row_image") as answers:
             fast = writer(row, 5, encoder._location_avro)
-        finally:
-            namespace["avro_row_image"] = helpers.avro_row_image
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(simple_encoder, "avro_row_writer", lambda table, key_only: None)
             (message,) = encoder.encode([row])

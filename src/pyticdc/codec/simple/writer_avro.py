@@ -113,8 +113,8 @@ def _native_kind(spec: V.ColumnPlan) -> bytes | None:
     """A column's value kind in the C image writer (_native.avro_row_image), as _column_lines writes it."""
     kind = spec.kind
     if kind == V.KIND_INT:
-        return {(-INT64_MAX - 1, INT64_MAX): b"l", (0, INT64_MAX): b"p", (0, MASK64): b"U"}.get(spec.bounds)
-    return {V.KIND_UINT: b"U", V.KIND_FLOAT: b"f", V.KIND_DOUBLE: b"d", V.KIND_TIMESTAMP: b"T",
+        return {(-INT64_MAX - 1, INT64_MAX): b"i", (0, INT64_MAX): b"p", (0, MASK64): b"u"}.get(spec.bounds)
+    return {V.KIND_UINT: b"u", V.KIND_FLOAT: b"f", V.KIND_DOUBLE: b"d", V.KIND_TIMESTAMP: b"T",
             V.KIND_BYTES: b"b"}.get(kind, b"s")
 
 
