@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,23 @@ def test_decode_inspect_convert_work_without_pyarrow(tmp_path: Path) -> None:
         assert failed.returncode == 2
         assert failed.stderr.count("\n") == 1 and "Parquet capture files need pyarrow" in failed.stderr
     assert not (tmp_path / "x.parquet").exists()
+
+
+@pytest.mark.parametrize(("pure", "expected"), [("", "on"), ("1", "off, PYTICDC_PURE_PYTHON is set")])
+def test_version_says_whether_the_c_helpers_are_in_use(pure: str, expected: str) -> None:
+    from pyticdc.codec import _fastpath
+
+    if _fastpath._NATIVE is None:
+        pytest.skip("the C helpers are not built here")
+    done = subprocess.run([sys.executable, "-m", "pyticdc", "--version"], capture_output=True, text=True,
+                          env={**os.environ, "PYTICDC_PURE_PYTHON": pure}, check=True)
+    assert done.stdout.strip().endswith(f"(C helpers: {expected})")
+
+
+def test_version_without_the_c_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyticdc.cli import version_text
+    from pyticdc.codec import _fastpath
+
+    monkeypatch.setattr(_fastpath, "_NATIVE", None)
+    monkeypatch.setattr(_fastpath, "_native_in_use", [None])
+    assert version_text().endswith("(C helpers: not built, no C compiler at install)")

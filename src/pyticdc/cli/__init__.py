@@ -25,13 +25,25 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def version_text() -> str:
+    """``pyticdc VERSION (C helpers: …)``: the version, and whether the codecs' C helpers are in use."""
+    from pyticdc import __version__
+    from pyticdc.codec import _fastpath
+
+    if _fastpath.native() is not None:
+        helpers = "on"
+    elif _fastpath._NATIVE is not None:
+        helpers = "off, PYTICDC_PURE_PYTHON is set"
+    else:
+        helpers = "not built, no C compiler at install"
+    return f"pyticdc {__version__} (C helpers: {helpers})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every available sub-command."""
-    from pyticdc import __version__
-
     parser = CommandParser(
         prog="pyticdc", description="TiCDC Kafka protocols: decode, inspect, convert, produce, replicate.")
-    parser.add_argument("--version", action="version", version=f"pyticdc {__version__}")
+    parser.add_argument("--version", action="version", version=version_text())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
