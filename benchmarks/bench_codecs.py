@@ -374,8 +374,10 @@ def main() -> int:
         return 2
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core, as the issue asks
+    from pyticdc.cli import version_text
+
     print(f"{args.rows} changes per table (60% insert, 30% update, 10% delete), best of {args.repeat} "
-          "interleaved rounds, one core, thread CPU time")
+          f"interleaved rounds, one core, thread CPU time; {version_text()}")
     header = (f"{'protocol':<15}{'enc rows/s':>12}{'dec rows/s':>12}{'dec/base':>10}{'enc/dumps':>10}"
               f"{'fresh':>8}")
     for name in chosen:
