@@ -9,14 +9,16 @@ from contextlib import contextmanager
 from typing import Any
 
 import msgspec
+import pytest
 
 from pyticdc.codec import open_protocol, simple
-from pyticdc.codec._fastpath import DECLINES
+from pyticdc.codec._fastpath import DECLINES, native
 from pyticdc.codec.base import Message
 from pyticdc.errors import DecodeError, EncodeError
 from pyticdc.model import Event, RowChange, TableInfo
 
-__all__ = ["ReferenceEncoder", "answers_of", "assert_avro_readers_agree", "avro_outcome", "encoded", "open_fast_decode"]
+__all__ = ["ReferenceEncoder", "answers_of", "assert_avro_readers_agree", "avro_outcome", "c_helpers", "encoded",
+           "open_fast_decode"]
 
 
 class ReferenceEncoder(simple.Encoder):
@@ -91,3 +93,11 @@ def answers_of(generated: Callable[..., Any], name: str) -> Iterator[list[Any]]:
         yield answers
     finally:
         namespace[name] = helper
+
+
+def c_helpers() -> Any:
+    """The C helpers in use (``pyticdc.codec._native``); the test is skipped in the pure-Python form."""
+    helpers = native()
+    if helpers is None:
+        pytest.skip("the pure-Python form: no C helper to check")
+    return helpers

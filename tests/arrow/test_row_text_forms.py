@@ -6,12 +6,11 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fast_paths import c_helpers
 from pyticdc.arrow import rows
-from pyticdc.codec import _fastpath
 from pyticdc.model import Row
 
 _VALUES = st.one_of(
@@ -22,9 +21,7 @@ _VALUES = st.one_of(
 
 
 def _forms(image: Any, binary: frozenset[str], names: list[str] | None) -> tuple[Any, Any]:
-    helpers = _fastpath.native()
-    if helpers is None:
-        pytest.skip("pyticdc.codec._native is not built")
+    helpers = c_helpers()
     c_names = None if names is None else list(names)
     py_names = None if names is None else list(names)
     return ((helpers.row_text(image, binary, c_names), c_names),

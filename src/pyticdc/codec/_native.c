@@ -295,6 +295,19 @@ out_bytes_object(Out *out, PyObject *bytes)
     return out_put(out, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
 }
 
+/* A writer's answer from its buffer and result: the bytes (0), None (-2, a decline) or NULL (-1, an error
+ * set); the buffer is freed. */
+static PyObject *
+out_finish(Out *out, int result)
+{
+    PyObject *bytes = result == 0 ? PyBytes_FromStringAndSize(out->data, out->size) : NULL;
+    out_free(out);
+    if (result == -2) {
+        Py_RETURN_NONE;
+    }
+    return bytes;
+}
+
 static int
 out_uint(Out *out, unsigned long long value)
 {
@@ -746,15 +759,7 @@ simple_json_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (result == 0) {
         result = out_put(&out, "}", 1);
     }
-    PyObject *message = NULL;
-    if (result == 0) {
-        message = PyBytes_FromStringAndSize(out.data, out.size);
-    }
-    out_free(&out);
-    if (result == -2) {
-        Py_RETURN_NONE;
-    }
-    return message;
+    return out_finish(&out, result);
 }
 
 /* ------------------------------------------------------------------ canonical text of row images */
@@ -1152,15 +1157,7 @@ canal_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (result == 0) {
         result = out_put(&out, "}", 1);
     }
-    PyObject *text = NULL;
-    if (result == 0) {
-        text = PyBytes_FromStringAndSize(out.data, out.size);
-    }
-    out_free(&out);
-    if (result == -2) {
-        Py_RETURN_NONE;
-    }
-    return text;
+    return out_finish(&out, result);
 }
 
 /* ------------------------------------------------------------------ Simple-Avro row images, written */
@@ -1323,15 +1320,7 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (result == 0) {
         result = out_put(&out, "", 1); /* the map's end: a zero block count */
     }
-    PyObject *bytes = NULL;
-    if (result == 0) {
-        bytes = PyBytes_FromStringAndSize(out.data, out.size);
-    }
-    out_free(&out);
-    if (result == -2) {
-        Py_RETURN_NONE;
-    }
-    return bytes;
+    return out_finish(&out, result);
 }
 
 static PyMethodDef native_methods[] = {

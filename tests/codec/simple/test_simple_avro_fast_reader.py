@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fast_paths import answers_of, assert_avro_readers_agree
+from fast_paths import answers_of, assert_avro_readers_agree, c_helpers
 from pyticdc.codec.simple import Decoder, Encoder
 from pyticdc.model import ColumnFlag, ColumnInfo, IndexInfo, Op, Row, RowChange, TableInfo
 
@@ -111,12 +111,9 @@ def test_plain_messages_stay_on_the_fast_reader() -> None:
 
 def test_c_image_reader_takes_the_plain_images(fast_path_form: str) -> None:
     """In the C form every image of a plain message is read by _native.avro_image, none declined."""
-    from pyticdc.codec import _fastpath
     from pyticdc.codec.simple.fastpath_avro import avro_plan
 
-    helpers = _fastpath.native()
-    if helpers is None:
-        pytest.skip("the pure-Python form")
+    c_helpers()  # skips in the pure-Python form
     plan = avro_plan(TABLE)
     assert plan is not None
     image = Row({"id": 70000, "u": 2**64 - 2, "t": "é".encode() * 40, "b": b"\xff" * 100, "dec": None,
@@ -138,11 +135,7 @@ def test_c_image_reader_takes_the_plain_images(fast_path_form: str) -> None:
 @given(tail=st.binary(max_size=64), start=st.integers(-2, 70))
 def test_c_image_reader_on_arbitrary_bytes(tail: bytes, start: int) -> None:
     """Any bytes at any offset: a row and an offset inside the buffer, or None; never an error or a read past it."""
-    from pyticdc.codec import _fastpath
-
-    helpers = _fastpath.native()
-    if helpers is None:
-        pytest.skip("the pure-Python form")
+    helpers = c_helpers()
     plan = ((b"\x02\x04\x04id\x02", b"\x04t\x04"), (b"\x02\x04\x04id\x00", b"\x04t\x00"), b"lt", ("id", "t"))
     buf = b"\x02\x04\x04id\x02\x06\x04t\x04" + tail
     found = helpers.avro_image(buf, start, plan, Row)

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast_paths import ReferenceEncoder, encoded
+from fast_paths import ReferenceEncoder, c_helpers, encoded
 from pyticdc.codec import simple
 from pyticdc.codec.jsontext import format_float32_f, format_float64_f
 from pyticdc.codec.simple import values, writer_json
@@ -275,11 +275,7 @@ def test_every_value_kind_equals_reference(data: st.DataObject, op: Op, handle_o
 def test_the_c_writer_writes_the_common_rows() -> None:
     # In the C form the whole message comes from _native.simple_json_row, not from a decline to the
     # generated lines: the same bytes as the reference, controls, HTML characters and U+2028 included.
-    from pyticdc.codec import _fastpath
-
-    helpers = _fastpath.native()
-    if helpers is None:
-        pytest.skip("the pure-Python form: no C writer")
+    helpers = c_helpers()
     row = Row({"id": -(2**63), "ubig": 2**64 - 1, "uint": 2**63 - 1, "bits": 5, "f": 1.5, "d": 0.1,
                "ts": "2025-01-02 03:04:05", "txt": "a\"\\\b\f\n\r\t\x01<>&\u2028\u2029é\U0001f600".encode(),
                "bin": b"\x00\xff<", "dec": "12.50", "é<": -3, "\U0001f600": 1023, "\uff10": 7})
