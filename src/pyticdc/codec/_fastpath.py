@@ -27,7 +27,7 @@ import msgspec
 
 from pyticdc.errors import DecodeError
 
-__all__ = ["DECLINES", "Decline", "compile_function", "literal", "native", "speculate", "use_native"]
+__all__ = ["DECLINES", "Decline", "compile_function", "in_form", "literal", "native", "speculate", "use_native"]
 
 R = TypeVar("R")
 
@@ -81,6 +81,12 @@ _native_in_use: list[ModuleType | None] = [None if os.environ.get("PYTICDC_PURE_
 def native() -> ModuleType | None:
     """The C helpers the fast paths use now, or None (absent, or ``PYTICDC_PURE_PYTHON`` set)."""
     return _native_in_use[0]
+
+
+def in_form(name: str) -> str:
+    """``name`` of a cache of generated code, for the form in use: code made with the C helpers and code
+    made without them are kept apart."""
+    return name if _native_in_use[0] is None else f"{name}-native"
 
 
 def use_native(enabled: bool) -> bool:

@@ -630,14 +630,15 @@ json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const cha
             int k = kind == 'f' ? 0 : 2;
             result = json_float(out, value, PyTuple_GET_ITEM(floats, k), PyTuple_GET_ITEM(floats, k + 1), 0);
         }
-        else if (kind == 's') {
+        else if (kind == 'b') {
             /* CHAR..BLOB of a text charset: the bytes as text (invalid UTF-8: a decline) */
             if (!PyBytes_CheckExact(value)) {
                 return -2;
             }
             result = json_string(out, (const unsigned char *)PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), 1);
         }
-        else if (kind == 'b') {
+        else if (kind == 'B') {
+            /* of the binary charset: base64 */
             if (!PyBytes_CheckExact(value)) {
                 return -2;
             }
@@ -662,7 +663,7 @@ json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const cha
                 result = out_put(out, "}", 1);
             }
         }
-        else if (kind == 'S') {
+        else if (kind == 's') {
             if (!PyUnicode_CheckExact(value)) {
                 return -2;
             }
@@ -1279,7 +1280,8 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 result = out_bytes_object(&out, prefix) < 0 || out_put(&out, (const char *)bytes, size) < 0 ? -1 : 0;
             }
             break;
-        case 'b': /* CHAR..BLOB: the bytes */
+        case 'b': /* CHAR..BLOB of a text charset */
+        case 'B': /* of the binary charset: the bytes either way */
             if (!PyBytes_CheckExact(value)) {
                 result = -2;
                 break;

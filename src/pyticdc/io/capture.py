@@ -337,7 +337,7 @@ def _read_lines(
                 yield found
                 continue
             try:
-                yield parse_line(line, format, f"{path} (byte {at})")
+                yield _parse_fields(line, format, f"{path} (byte {at})")
             except CaptureError as exc:
                 if not lenient:
                     raise

@@ -28,7 +28,7 @@ from pyticdc.codec.simple.avro import long_bytes
 from pyticdc.codec.simple.message import INT64_MAX, MASK64, u64_as_i64
 from pyticdc.model import TableInfo
 
-__all__ = ["AvroImageWriter", "JsonImageWriter", "Writers", "compiled", "writers"]
+__all__ = ["AvroImageWriter", "JsonImageWriter", "Writers", "compiled", "native_kind", "writers"]
 
 _F32: Final = struct.Struct("<f")
 _F64: Final = struct.Struct("<d")
@@ -50,6 +50,23 @@ def compiled(kind: str, table: TableInfo, build: Callable[[TableInfo], _T]) -> _
             _COMPILED.clear()
         _COMPILED[kind, table] = code
     return code
+
+
+#: An INT-kind column's bounds → its letter in the C writers.
+_NATIVE_INTS: Final = {(-INT64_MAX - 1, INT64_MAX): b"i", (0, INT64_MAX): b"p", (0, MASK64): b"u"}
+_NATIVE_KINDS: Final = {V.KIND_UINT: b"u", V.KIND_FLOAT: b"f", V.KIND_DOUBLE: b"d", V.KIND_TIMESTAMP: b"T"}
+
+
+def native_kind(spec: V.ColumnPlan) -> bytes | None:
+    """A column's value letter in the C writers of both encodings (_native.simple_json_row, avro_row_image):
+    ``i`` int64, ``p`` 0..int64, ``u`` uint64 (BIGINT UNSIGNED, BIT, ENUM, SET), ``f`` FLOAT, ``d`` DOUBLE,
+    ``T`` TIMESTAMP, ``B`` / ``b`` bytes of a binary / text charset, ``s`` a str (the rest); None for
+    integer bounds neither writer has a letter for."""
+    if spec.kind == V.KIND_INT:
+        return _NATIVE_INTS.get(spec.bounds)
+    if spec.kind == V.KIND_BYTES:
+        return b"B" if spec.binary else b"b"
+    return _NATIVE_KINDS.get(spec.kind, b"s")
 
 
 # Per table, the images TiCDC writes most — every non-virtual column present, values of their

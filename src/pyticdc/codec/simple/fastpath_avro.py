@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from pyticdc.codec._fastpath import Decline, compile_function, literal, native
+from pyticdc.codec._fastpath import Decline, compile_function, in_form, literal, native
 from pyticdc.codec.simple import values as V
 from pyticdc.codec.simple.avro import DML_HEAD, long_bytes
 from pyticdc.codec.simple.fastpath import compiled
@@ -376,14 +376,13 @@ class AvroPlan:
     def __init__(self, table: TableInfo) -> None:
         template = RowChange(op=Op.INSERT, schema=table.schema, table=table.table, commit_ts=0,
                              table_id=table.table_id, table_info=table, schema_version=table.schema_version)
-        kind = "avro" if native() is None else "avro-native"  # the C image reader only while native() is on
-        self.read_message = compiled(kind, table, _AvroCode).make_read_message(template)
+        self.read_message = compiled(in_form("avro"), table, _AvroCode).make_read_message(template)
 
 
 def avro_plan(table: TableInfo) -> AvroPlan | None:
     """The fast Avro plan of a table version (cached on it); None when it cannot have one."""
     cache = table.__dict__
-    slot = "_pyticdc_simple_avro_plan" if native() is None else "_pyticdc_simple_avro_plan_native"
+    slot = in_form("_pyticdc_simple_avro_plan")
     try:
         plan: AvroPlan | None = cache[slot]
     except KeyError:

@@ -18,10 +18,10 @@ import struct
 from collections.abc import Callable
 from typing import Any, Final
 
-from pyticdc.codec._fastpath import DECLINES, compile_function, literal, native
+from pyticdc.codec._fastpath import DECLINES, compile_function, in_form, literal, native
 from pyticdc.codec.simple import values as V
 from pyticdc.codec.simple.avro import DML_HEAD, DML_TYPES, long_bytes
-from pyticdc.codec.simple.fastpath import compiled
+from pyticdc.codec.simple.fastpath import compiled, native_kind
 from pyticdc.codec.simple.message import DML_TYPE_NAMES, INT64_MAX, MASK64, u64_as_i64
 from pyticdc.errors import EncodeError
 from pyticdc.model import Op, RowChange, TableInfo
@@ -107,15 +107,6 @@ def _column_lines(i: int, spec: V.ColumnPlan) -> tuple[str, ...]:
     else:
         fast = ("type(v) is str", "b = v.encode()", *_DATA)
     return tuple(line.replace("{i}", str(i)) for line in fast)
-
-
-def _native_kind(spec: V.ColumnPlan) -> bytes | None:
-    """A column's value kind in the C image writer (_native.avro_row_image), as _column_lines writes it."""
-    kind = spec.kind
-    if kind == V.KIND_INT:
-        return {(-INT64_MAX - 1, INT64_MAX): b"i", (0, INT64_MAX): b"p", (0, MASK64): b"u"}.get(spec.bounds)
-    return {V.KIND_UINT: b"u", V.KIND_FLOAT: b"f", V.KIND_DOUBLE: b"d", V.KIND_TIMESTAMP: b"T",
-            V.KIND_BYTES: b"b"}.get(kind, b"s")
 
 
 def _branch(spec: V.ColumnPlan) -> int:
@@ -244,7 +235,7 @@ class _AvroWriterCode:
             lines += ["        " + line for line in fast[1:]]
             lines += ["    else:", f"        out += K{i}", f"        general(out, cols[{i}], v, loc)"]
         lines.append("    out.append(0)")
-        kinds = [_native_kind(spec) for spec in specs]
+        kinds = [native_kind(spec) for spec in specs]
         helpers = native()
         if helpers is not None and specs and None not in kinds:
             # The C writer of the same image first (None: it declines, and the lines write it).
@@ -276,13 +267,12 @@ class _AvroWriterCode:
 def avro_row_writer(table: TableInfo, key_only_delete: bool) -> AvroRowWriter | None:
     """The fast row writer of a table version (shared by equal versions); None when it cannot have one."""
     cache = table.__dict__
-    # The form too: the C image writer is used only while native() is on.
-    slot = "_pyticdc_simple_avro_writer" if native() is None else "_pyticdc_simple_avro_writer_native"
+    slot = in_form("_pyticdc_simple_avro_writer")
     try:
         code: _AvroWriterCode | None = cache[slot]
     except KeyError:
         try:
-            code = compiled(slot, table, _AvroWriterCode)
+            code = compiled(in_form("avro-writer"), table, _AvroWriterCode)
         except (UnicodeEncodeError, ValueError, OverflowError, EncodeError):  # names or ids it cannot write
             code = None
         cache[slot] = code

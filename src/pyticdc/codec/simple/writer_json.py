@@ -27,11 +27,11 @@ from typing import Any, Final
 import msgspec
 import orjson
 
-from pyticdc.codec._fastpath import DECLINES, compile_function, literal, native
+from pyticdc.codec._fastpath import DECLINES, compile_function, in_form, literal, native
 from pyticdc.codec.jsontext import format_float32_f, format_float64_f, go_json_quote, orjson_as_go_json
 from pyticdc.codec.simple import values as V
-from pyticdc.codec.simple.fastpath import compiled
-from pyticdc.codec.simple.message import INT64_MAX, MASK64
+from pyticdc.codec.simple.fastpath import compiled, native_kind
+from pyticdc.codec.simple.message import MASK64
 from pyticdc.errors import EncodeError
 from pyticdc.model import Op, Row, RowChange, TableInfo
 
@@ -292,30 +292,12 @@ def _go_text(value: str) -> bytes:
     return orjson_as_go_json(_encode(value))
 
 
-#: A column's kind and integer bounds → its value kind letter in the C writer (_native.simple_json_row).
-_INT_KINDS: Final = {(-INT64_MAX - 1, INT64_MAX): b"i", (0, MASK64): b"u", (0, INT64_MAX): b"p"}
-
-
-def _native_kind(spec: V.ColumnPlan) -> bytes | None:
-    if spec.kind == V.KIND_INT:
-        return _INT_KINDS.get(spec.bounds)
-    if spec.kind == V.KIND_UINT:
-        return b"u"
-    if spec.kind in (V.KIND_FLOAT, V.KIND_DOUBLE):
-        return b"f" if spec.kind == V.KIND_FLOAT else b"d"
-    if spec.kind == V.KIND_TIMESTAMP:
-        return b"T"
-    if spec.kind == V.KIND_BYTES:
-        return b"b" if spec.binary else b"s"
-    return b"S"
-
-
 def _native_plans(table: TableInfo, specs: list[V.ColumnPlan]) -> dict[str, tuple[Any, ...]] | None:
     """Per row type, the plan of the C writer (see _native.c: the envelope's pieces in Go's field order,
     the columns in encoding/json's key order, their quoted keys and value kinds); None where a column's
     kind has no letter."""
     ordered = sorted(specs, key=lambda spec: spec.name.encode("utf-8"))
-    kinds = [_native_kind(spec) for spec in ordered]
+    kinds = [native_kind(spec) for spec in ordered]
     if None in kinds:
         return None
     head = b'{"version":1'
@@ -371,9 +353,8 @@ def json_row_writer(table: TableInfo, delete_handle_only: bool) -> JsonRowWriter
     """The generated row-message writer of ``table`` (shared by equal table versions); None for a
     table it does not write (no columns, duplicate names, names that are not valid text)."""
     cache = table.__dict__
-    # Keyed by the form too: the C writer of whole messages is used only while native() is on.
-    kind = "json-rows" if native() is None else "json-rows-native"
-    writers: tuple[JsonRowWriter | None, JsonRowWriter | None] | None = cache.get(f"_pyticdc_simple_{kind}")
+    slot = in_form("_pyticdc_simple_json_rows")
+    writers: tuple[JsonRowWriter | None, JsonRowWriter | None] | None = cache.get(slot)
     if writers is None:
-        writers = cache[f"_pyticdc_simple_{kind}"] = compiled(kind, table, _build_both)
+        writers = cache[slot] = compiled(in_form("json-rows"), table, _build_both)
     return writers[1 if delete_handle_only else 0]

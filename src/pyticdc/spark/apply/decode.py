@@ -164,9 +164,8 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None,
             infos.setdefault(ident, text)
     identity, pre_handle, post_handle = identity_and_handles(row)
     if key is None:
-        # The identity's handles are the net change's too: an image of every key column is keyed by it.
-        pre_handle = None if row.pre_columns is None else pre_handle
-        post_handle = None if row.columns is None else post_handle
+        # The identity's handles (None for an absent image) are the net change's too: an image of
+        # every key column is keyed by it.
         handled = [h for h in (post_handle, pre_handle) if h is not None]
         keyed = handle_columns(row.table_info) and all(h[0] == "key" for h in handled)  # type: ignore[index]
         hkind = "key" if keyed else "rowid" if row.row_id else "image"
