@@ -251,3 +251,62 @@ def test_lookback_finds_schemas_sent_before_the_range() -> None:
     assert [(r["op"], r["offset"]) for r in rows if r["kind"] == "row"] == [
         ("insert", tail[0].offset), ("insert", tail[1].offset), ("update", tail[3].offset), ("delete", tail[4].offset)]
     assert not [r for r in rows if r["kind"] in ("error", "bootstrap")]  # look-back events are not emitted
+
+
+def test_rows_of_alternating_tables_keep_their_own_table() -> None:
+    # The builder remembers the last row's table: rows switching between tables (and rows with none) must not
+    # inherit another table's binary columns or table_info.
+    from pyticdc.arrow.rows import EventRowBuilder
+    from pyticdc.model import ColumnInfo, Op, TableInfo, TypeCode
+
+    def table(name: str, charset: str) -> TableInfo:
+        return TableInfo(schema="s", table=name, table_id=len(name), columns=(
+            ColumnInfo(name="id", type_code=TypeCode.LONGLONG),
+            ColumnInfo(name="b", type_code=TypeCode.VARCHAR, charset=charset)))
+
+    text_table, binary_table = table("texts", "utf8mb4"), table("bins", "binary")
+    builder = EventRowBuilder()
+    expected = []
+    for offset, info in enumerate([text_table, binary_table, binary_table, None, text_table, binary_table]):
+        change = RowChange(op=Op.INSERT, schema="s", table=info.table if info else "x", commit_ts=5 + offset,
+                           columns=Row({"id": offset, "b": b"ok"}), table_info=info)
+        builder.add_event(KafkaRecord(topic="t", partition=0, offset=offset), 0, change)
+        binary = info is binary_table
+        expected.append((info.table if info else "x", table_info_json(info) if info else None,
+                         {"id": str(offset), "b": "b2s=" if binary else "ok"}, ["b"] if binary else None))
+    rows = builder.to_batch().to_pylist()
+    assert [(r["table"], r["table_info"], dict(r["columns"]), r["base64_columns"]) for r in rows] == expected
+
+
+def test_the_cycle_collector_is_paused_only_while_a_batch_decodes() -> None:
+    import gc
+
+    from pyticdc.arrow.rows import RecordDecoder, collector_paused
+
+    records = _records("canal-json", sample_events() * 5)
+    seen: list[bool] = []
+
+    def watched() -> Iterable[KafkaRecord]:
+        for record in records:
+            seen.append(gc.isenabled())
+            yield record
+
+    assert gc.isenabled()
+    decoder = RecordDecoder("canal-json", OPTIONS["canal-json"], batch_rows=4, reuse=False)
+    batches = decoder.decode(watched())
+    for _ in batches:
+        assert gc.isenabled()  # never paused while the caller holds a batch
+    assert seen and not any(seen)  # paused while records were read and decoded
+    assert gc.isenabled()
+    # A caller's own pause is kept, and an exception inside restores the collector.
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError), collector_paused():
+        assert not gc.isenabled()
+        _ = 1 / 0
+    assert gc.isenabled()

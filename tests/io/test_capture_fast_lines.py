@@ -4,6 +4,8 @@ the same record, or a decline that leaves the line (and its error's words) to th
 from __future__ import annotations
 
 import base64
+import binascii
+import sys
 from typing import Any
 
 import orjson
@@ -64,3 +66,28 @@ def test_one_pass_takes_the_plain_lines() -> None:
     assert capture._fast_jsonl(line) == record == _fields(line)
     assert capture._fast_jsonl(line.replace(b'"cdc"', b'"\\u0063dc"')) is None  # an escape: field by field
     assert capture._fast_jsonl(line.replace(b'"partition":2', b'"partition":true')) is None
+
+
+@settings(max_examples=500)
+@given(data=st.binary(min_size=0, max_size=300), at=st.integers(0, 400),
+       damage=st.sampled_from(["", "=", "==", "!", " ", "\n", "-", "_", "A", "é"]), cut=st.integers(0, 3))
+def test_the_one_pass_base64_reads_only_what_the_field_reader_reads_alike(data: bytes, at: int, damage: str,
+                                                                          cut: int) -> None:
+    # Long values too: the SIMD decoder takes other paths past 32 characters. What it refuses goes to the field
+    # reader, which is laxer (b64decode(validate=True) takes "AAAA="): so a refusal is always safe, and what it
+    # reads must be what the field reader reads; it refuses at least what binascii's strict mode refuses.
+    text = base64.b64encode(data).decode()
+    text = text[:at] + damage + text[at:]
+    text = text[:len(text) - cut] if cut and len(text) >= cut else text
+
+    def outcome(read: Any) -> Any:
+        try:
+            return read(text)
+        except ValueError:  # binascii.Error included
+            return "refused"
+
+    fast = outcome(capture._strict_b64)
+    if fast != "refused":
+        assert fast == outcome(lambda t: base64.b64decode(t, validate=True))
+        if sys.version_info >= (3, 11):  # strict_mode is new in 3.11
+            assert fast == outcome(lambda t: binascii.a2b_base64(t, strict_mode=True))

@@ -23,6 +23,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Final
 
+from pyticdc.spark.archives import drop_installed_archives
+
 __all__ = [
     "decode_kafka",
     "delta_sink",
@@ -33,6 +35,9 @@ __all__ = [
     "typed_rows",
     "write_events",
 ]
+
+# In a Spark Python worker, which imports this package to unpickle pyticdc's functions: see archives.py.
+drop_installed_archives()
 
 _HOMES: Final = {
     "decode_kafka": "frames", "event_schema": "frames", "table_infos": "frames", "typed_rows": "frames",

@@ -26,7 +26,7 @@ from typing import Any, Final
 import orjson
 import pyarrow as pa
 
-from pyticdc.arrow.rows import new_decoder, row_images, table_info_json
+from pyticdc.arrow.rows import collector_paused, new_decoder, row_images, table_info_json
 from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, identity_and_handles
 from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
@@ -274,23 +274,26 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
     # (topic, partition) → [records, last offset, row events, first offset, highest resolved ts, ordered]
     parts: dict[tuple[str, int], list[int]] = {}
     for batch in batches:
-        data = batch.to_pydict()
-        for key, value, topic, partition, offset in zip(data["key"], data["value"], data["topic"],
-                                                        data["partition"], data["offset"]):
-            where = {"topic": topic, "partition": partition, "offset": offset, "idx": 0}
-            if partition < 0:
-                out.add({**where, "kind": "line", "raw_key": key, "raw_value": value})
-                continue
-            if offset < start.get((topic, partition), 0):
-                continue
-            seen = parts.setdefault((topic, partition), [0, -1, 0, offset, 0, 1])
-            if offset <= seen[1]:
-                seen[5] = 0  # the carried resolved ts would be wrong: the driver marks in Python instead
-            seen[0] += 1
-            seen[1] = max(seen[1], offset)
-            seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos, seen, overrides)
-            if out.size >= batch_rows:
-                yield out.batch()
+        done: list[pa.RecordBatch] = []
+        with collector_paused():
+            data = batch.to_pydict()
+            for key, value, topic, partition, offset in zip(data["key"], data["value"], data["topic"],
+                                                            data["partition"], data["offset"]):
+                where = {"topic": topic, "partition": partition, "offset": offset, "idx": 0}
+                if partition < 0:
+                    out.add({**where, "kind": "line", "raw_key": key, "raw_value": value})
+                    continue
+                if offset < start.get((topic, partition), 0):
+                    continue
+                seen = parts.setdefault((topic, partition), [0, -1, 0, offset, 0, 1])
+                if offset <= seen[1]:
+                    seen[5] = 0  # the carried resolved ts would be wrong: the driver marks in Python instead
+                seen[0] += 1
+                seen[1] = max(seen[1], offset)
+                seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos, seen, overrides)
+                if out.size >= batch_rows:
+                    done.append(out.batch())
+        yield from done
     for ident, text in infos.items():
         out.add({"kind": "info", "info": ident, "text": text})
     for (topic, partition), (count, last, rows, first, high, ordered) in parts.items():
