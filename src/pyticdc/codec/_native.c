@@ -586,6 +586,17 @@ enum { PLAN_HEAD, PLAN_TABLE_ID, PLAN_COMMIT_TS, PLAN_BUILD_TS, PLAN_IMAGE_KEYS,
        PLAN_FLOATS, PLAN_SIZE };
 
 /* One image ``{"name":value,...}``; -2 = a decline. */
+/* The value of column names[i] in image (borrowed): 0, or -2 when the image lacks it (a decline), -1 on error. */
+static int
+image_value(PyObject *image, PyObject *names, Py_ssize_t i, PyObject **value)
+{
+    *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(names, i));
+    if (*value != NULL) {
+        return 0;
+    }
+    return PyErr_Occurred() ? -1 : -2;
+}
+
 static int
 json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const char *kinds, PyObject *floats,
            PyObject *location)
@@ -604,11 +615,11 @@ json_image(Out *out, PyObject *image, PyObject *names, PyObject *keys, const cha
         if (out_bytes_object(out, PyTuple_GET_ITEM(keys, i)) < 0) {
             return -1;
         }
-        PyObject *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(names, i));
-        if (value == NULL) {
-            return PyErr_Occurred() ? -1 : -2;
+        PyObject *value;
+        int result = image_value(image, names, i, &value);
+        if (result != 0) {
+            return result;
         }
-        int result;
         char kind = kinds[i];
         if (value == Py_None) {
             result = out_put(out, "null", 4);
@@ -1106,9 +1117,8 @@ canal_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             result = -1;
             break;
         }
-        PyObject *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(names, i));
-        if (value == NULL) {
-            result = PyErr_Occurred() ? -1 : -2;
+        PyObject *value;
+        if ((result = image_value(image, names, i, &value)) != 0) {
             break;
         }
         if (value == Py_None) {
@@ -1225,9 +1235,8 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             result = -1;
             break;
         }
-        PyObject *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(names, i));
-        if (value == NULL) {
-            result = PyErr_Occurred() ? -1 : -2;
+        PyObject *value;
+        if ((result = image_value(image, names, i, &value)) != 0) {
             break;
         }
         if (value == Py_None) {
