@@ -28,14 +28,18 @@ __all__ = ["drop_installed_archives", "installed_archives"]
 _ARCHIVES = (".zip", ".jar")
 
 
-def _importable_without_archives(name: str, path: Sequence[str]) -> bool:
+def _module_location(name: str, path: Sequence[str]) -> str | None:
+    """Where top-level module ``name`` is importable from outside any archive on ``path`` (first wins, as for
+    ``import``): its package directory or its file; None when only an archive has it."""
     for entry in path:
         if entry.endswith(_ARCHIVES):
             continue
         base = os.path.join(entry or os.curdir, name)
-        if os.path.isfile(os.path.join(base, "__init__.py")) or os.path.isfile(base + ".py"):
-            return True
-    return False
+        if os.path.isfile(os.path.join(base, "__init__.py")):
+            return base
+        if os.path.isfile(base + ".py"):
+            return base + ".py"
+    return None
 
 
 def _top_level_modules(archive: str) -> set[str] | None:
@@ -50,16 +54,16 @@ def _top_level_modules(archive: str) -> set[str] | None:
 
 def installed_archives(path: Sequence[str]) -> list[str]:
     """The archives on ``path`` inside an installed pyspark package whose every module is importable without them."""
-    found = [os.path.join(entry or os.curdir, "pyspark") for entry in path if not entry.endswith(_ARCHIVES)]
-    homes = [os.path.realpath(p) + os.sep for p in found if os.path.isfile(os.path.join(p, "__init__.py"))]
-    if not homes:
+    package = _module_location("pyspark", path)
+    if package is None or not os.path.isdir(package):
         return []
+    home = os.path.realpath(package) + os.sep
     out = []
     for entry in path:
-        if not entry.endswith(_ARCHIVES) or not os.path.realpath(entry).startswith(homes[0]):
+        if not entry.endswith(_ARCHIVES) or not os.path.realpath(entry).startswith(home):
             continue
         modules = _top_level_modules(entry)
-        if modules is not None and all(_importable_without_archives(m, path) for m in modules):
+        if modules is not None and all(_module_location(m, path) is not None for m in modules):
             out.append(entry)
     return out
 
