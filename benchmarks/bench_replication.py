@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_replication.py [--rows 100000,1000000] [--tables 10] [--engine distributed]
     .venv/bin/python benchmarks/bench_replication.py --scaling --rows 1000000    # local[1] vs local[2], ratio, RSS
+    .venv/bin/python benchmarks/bench_replication.py --scaling --rows 1000000 --warmup-rows 100000   # both warm
 
 For each size a seeded OLTP workload (``--tables`` tables of 7 columns: BIGINT key, INT, VARCHAR, DECIMAL,
 DATETIME(6), TINYINT, TEXT; 55% inserts, 35% updates, 10% deletes in transactions of 1-5 rows; a resolved
@@ -223,10 +224,11 @@ def run_pyticdc(spark: Any, capture: Path, warehouse: Path, batch_records: int,
                            batch_records=batch_records, engine=engine,
                            on_batch=lambda r: print(f"    batch {r.version}: {r.records:,} records, "
                                                     f"{r.rows_applied:,} rows in {r.seconds:.1f}s", file=sys.stderr))
-    spark.sparkContext.setJobGroup("pyticdc-bench", "replication")
+    group = f"pyticdc-bench-{warehouse.name}"
+    spark.sparkContext.setJobGroup(group, "replication")
     reports = job.run()
     seconds = time.perf_counter() - started
-    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup("pyticdc-bench"))
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
     timings = getattr(job.replicator(), "timings", {})
     spent = ", ".join(f"{stage} {value:.1f}s" for stage, value in timings.items())
     print(f"    {engine}: {len(reports)} batches, {jobs} Spark jobs ({jobs / max(1, len(reports)):.1f} per batch); "
@@ -339,6 +341,12 @@ def _worker(args: argparse.Namespace) -> int:
     size = int(args.rows)
     capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"  # written by scaling() before the workers
     warehouse = args.data_dir / f"warehouse-{args.master.replace('[', '-').rstrip(']')}"
+    if args.warmup_rows:
+        # Both pipelines once on a small capture first, so both are measured on a warm JVM (JIT-compiled Spark).
+        small = args.data_dir / f"canal-{args.warmup_rows}-{args.tables}.jsonl"
+        run_pyticdc(spark, small, args.data_dir / f"{warehouse.name}-warmup", args.batch_records, engine="distributed")
+        if not args.no_baseline:
+            run_merge_baseline(spark, small, args.data_dir / "baseline-warmup")
     seconds, batches = run_pyticdc(spark, capture, warehouse, args.batch_records, engine="distributed")
     # The driver's peak before the benchmark loads the workload's truth (its final rows: hundreds of MB at 1M).
     rss_mb = _peak_rss_mb()
@@ -359,10 +367,13 @@ def scaling(args: argparse.Namespace) -> int:
     size = int(args.rows.split(",")[-1].replace("_", ""))
     capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"
     generate(capture, size, args.tables)
+    if args.warmup_rows:
+        generate(args.data_dir / f"canal-{args.warmup_rows}-{args.tables}.jsonl", args.warmup_rows, args.tables)
     results = {}
     for master in ("local[1]", "local[2]"):
         command = [sys.executable, __file__, "--worker", "--master", master, "--rows", str(size), "--tables",
-                   str(args.tables), "--data-dir", str(args.data_dir), "--batch-records", str(args.batch_records)]
+                   str(args.tables), "--data-dir", str(args.data_dir), "--batch-records", str(args.batch_records),
+                   "--warmup-rows", str(args.warmup_rows)]
         if master == "local[1]" or args.no_baseline:
             command.append("--no-baseline")
         if args.no_verify:
@@ -414,6 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scaling", action="store_true",
                         help="the distributed engine on local[1] and local[2] (subprocesses) and the MERGE baseline; "
                              "ends with the scaling, ratio and driver peak RSS lines")
+    parser.add_argument("--warmup-rows", type=int, default=0,
+                        help="--scaling: first run both pipelines on a capture of this many row changes in the same "
+                             "JVM, so both are measured warm (default 0: pyticdc runs first, on a cold JVM, and the "
+                             "baseline after it)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -67,6 +67,8 @@ def test_an_unreadable_archive_stays(layout: dict[str, str]) -> None:
 def own_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "path_importer_cache", dict(sys.path_importer_cache))
+    monkeypatch.setattr(sys, "path_hooks", list(sys.path_hooks))
+    monkeypatch.setattr(archives, "_DROPPED", set())
     yield
 
 
@@ -84,6 +86,29 @@ def test_dropping_removes_the_entries_and_their_importers(layout: dict[str, str]
     assert layout["jar"] not in sys.path_importer_cache
     assert layout["spark_home_zip"] in sys.path_importer_cache
     assert drop_installed_archives() == []  # idempotent
+
+
+@pytest.mark.usefixtures("own_path")
+def test_a_path_inside_a_dropped_archive_gets_an_importer_that_does_not_re_read_it(layout: dict[str, str]) -> None:
+    from importlib.machinery import PathFinder
+
+    sys.path[:0] = [layout["pyspark_zip"], layout["spark_home_zip"], layout["site"]]
+    drop_installed_archives()
+    # A package imported from the archive before the drop keeps its __path__ there: a later submodule import
+    # asks for an importer of a path inside the archive.
+    inner = layout["pyspark_zip"] + os.sep + "pyspark" + os.sep + "sql"
+    spec = PathFinder.find_spec("x", [inner])
+    assert spec is not None and spec.origin is not None and spec.origin.endswith("x.py")
+    importer = sys.path_importer_cache[inner]
+    assert type(importer).__name__ == "_StaticZipImporter"
+    # Its listing stays as read: invalidate_caches() leaves it alone (a zipimporter would re-read the archive).
+    files = getattr(importer, "_files", None)
+    importlib.invalidate_caches()
+    assert getattr(sys.path_importer_cache[inner], "_files", None) is files
+    # An archive that was not dropped keeps the ordinary importer.
+    other = layout["spark_home_zip"] + os.sep + "pyspark"
+    PathFinder.find_spec("y", [other])
+    assert type(sys.path_importer_cache[other]).__name__ == "zipimporter"
 
 
 @pytest.mark.usefixtures("own_path")
@@ -108,7 +133,12 @@ def test_a_spark_worker_imports_without_the_installed_archives(spark: Any) -> No
 
         import pyticdc.spark  # noqa: F401 - what unpickling any of pyticdc's Spark functions does first
 
+        importlib.import_module("pyspark.sql.worker.analyze_udtf")  # a package imported from pyspark.zip: a submodule
+
         entries = [e for e in sys.path if e.endswith((".zip", ".jar")) and "pyspark" in e]
+        # Importers of paths inside the archives (packages imported from them before the drop) never re-read them.
+        entries += [f"{e} {type(i).__name__}" for e, i in sys.path_importer_cache.items()
+                    if ".zip" + os.sep in e and type(i).__name__ == "zipimporter"]
         for _ in batches:
             pass
         yield pa.RecordBatch.from_pydict({"entry": entries}, schema=pa.schema([("entry", pa.string())]))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import zipfile
+import zipimport
 from collections.abc import Sequence
 
 __all__ = ["drop_installed_archives", "installed_archives"]
@@ -68,14 +69,41 @@ def installed_archives(path: Sequence[str]) -> list[str]:
     return out
 
 
+class _StaticZipImporter(zipimport.zipimporter):
+    """A zip importer that does not re-read its archive on ``invalidate_caches`` (the archive never changes)."""
+
+    def invalidate_caches(self) -> None:
+        """Nothing to re-read: an installed package's archive does not change while the worker runs."""
+
+
+#: The dropped archives, whose inner paths get static importers (see :func:`_static_hook`).
+_DROPPED: set[str] = set()
+
+
+def _static_hook(path: str) -> zipimport.zipimporter:
+    """``sys.path_hooks`` entry: a static importer for a path inside a dropped archive, else not ours."""
+    for archive in _DROPPED:
+        if path.startswith(archive + os.sep):
+            return _StaticZipImporter(path)
+    raise ImportError(path)
+
+
 def drop_installed_archives() -> list[str]:
-    """Take :func:`installed_archives` off ``sys.path`` and out of the importer cache; returns them."""
+    """Take :func:`installed_archives` off ``sys.path`` and out of the importer cache; returns them.
+
+    Packages already imported from them keep their ``__path__`` inside the archive, so a submodule imported later
+    creates an importer for a path inside it; those importers come from :func:`_static_hook` and are not
+    re-read by ``invalidate_caches``.
+    """
     if not any(entry.endswith(_ARCHIVES) for entry in sys.path):
         return []
     dropped = installed_archives(sys.path)
     for archive in dropped:
         sys.path.remove(archive)
+        _DROPPED.add(archive)
         inside = archive + os.sep
         for key in [k for k in sys.path_importer_cache if k == archive or k.startswith(inside)]:
             del sys.path_importer_cache[key]
+    if dropped and _static_hook not in sys.path_hooks:
+        sys.path_hooks.insert(0, _static_hook)
     return dropped

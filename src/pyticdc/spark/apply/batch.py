@@ -2,20 +2,24 @@
 
 A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("kafka")``)::
 
-    decode       mapInArrow: records → change rows + metadata rows          (persisted; metadata collected)
+    decode       mapInArrow: records → change rows + metadata rows; each task writes its change rows to one
+                 Parquet file (_pyticdc/staging/decoded-v<N>-<id>/) and yields only the metadata, which the
+                 driver collects with the files' names (one job; the rows never cross into the JVM or a cache)
     plan         driver: watermarks, global watermark, DDL to release, waves (pyticdc.spark.apply.plan)
-    mark         Spark columns: re-sent rows dropped (each row's resolved ts before it from the decode
-                 task's running watermark and the plan's carry per task), segment level; staged rows of the
-                 last batch unioned (a Python mapInArrow only when a task read a partition out of order)
-    de-dup       by table: the marked rows persisted, dropDuplicates on the change identity only when an
-                 identity repeats (a narrow hash aggregate says); a summary collected; with ``_source_*``
-                 columns the first delivery of each change is kept (first_deliveries)
+    mark         Spark columns over the files: re-sent rows dropped (each row's resolved ts before it from the
+                 decode task's running watermark and the plan's carry per task), segment level; staged rows of
+                 the last batch unioned (a Python mapInArrow only when a task read a partition out of order)
+    summary      two hash aggregates on narrow columns: per (table, level, pending) the unique changes, their
+                 deliveries, ts range, TableInfos, handle kinds; de-duplication (dropDuplicates on the change
+                 identity, or first_deliveries with ``_source_*`` columns) only when an identity repeats
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
-    per level    net change per (table, handle) with max_by (the winner's record: its ``_source_*`` columns),
-                 then the engine applies every table's segment of the level in one job; tables with a history
-                 table fold the level's ordered changes (not the net ones) into versions in a second job,
-                 grouped by table (pyticdc.spark.apply.history); then the driver executes the DDLs of the next wave
-    commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit)
+    per level    the rows shuffled once by table; net change per (table, handle) with max_by (the winner's record:
+                 its ``_source_*`` columns), then the engine applies every table's segment of the level in one job;
+                 tables with a history table fold the level's ordered changes (not the net ones) into versions in a
+                 second job, grouped by table (pyticdc.spark.apply.history); then the driver executes the DDLs of
+                 the next wave
+    commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit); the
+                 batch's decoded files go with it
 
 Python runs once per record (decode) and once per table segment (apply); the wide rows are shuffled once,
 by table, and de-duplication, net change and the grouped apply all keep that partitioning.
@@ -39,6 +43,7 @@ import functools
 import pickle
 import shutil
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,7 +68,7 @@ from pyticdc.replica.store import APP_ID, rows_position
 from pyticdc.spark.apply.decode import (
     CHANGE_SCHEMA,
     DECODED_SCHEMA,
-    decode_records,
+    decode_to_files,
     decoded_row,
     info_id,
     mark_changes,
@@ -184,20 +189,34 @@ class DistributedReplicator:
         if self._broken is not None:
             raise ReplicaError(f"this replicator failed ({self._broken!r}): create a new one to resume")
         started = time.perf_counter()
-        cached: list[Any] = []
         try:
-            report = self._process(records, cached)
+            report = self._process(records)
         except BaseException as exc:
             self._broken = exc
             raise
-        finally:
-            for frame in cached:
-                frame.unpersist()
         report.seconds = time.perf_counter() - started
         return report
 
-    def _process(self, records: Any, cached: list[Any]) -> BatchReport:
-        from pyspark import StorageLevel
+    def _decode(self, records: Any, version: int) -> tuple[Any, list[dict[str, Any]]]:
+        """The batch's change rows (a frame over the decode tasks' files) and its metadata rows (collected)."""
+        from pyspark.sql import functions as F
+
+        start = self.next_offsets()
+        columns = ["key", "value", "topic", "partition", "offset"]
+        raw = records.select(*[F.col(c) for c in columns]).withColumn("partition", F.col("partition").cast("int"))
+        # One folder per attempt of a batch: a crashed attempt's files are never read, and go with the next commit.
+        folder = self._staging_root() / f"decoded-v{version + 1}-{uuid.uuid4().hex}"
+        decode = functools.partial(decode_to_files, directory=str(folder), protocol=self.protocol,
+                                   options=self.options, start=start, keys=self.replica.modelling.keys)
+        rows = raw.mapInArrow(decode, _spark_schema(DECODED_SCHEMA)).toArrow().to_pylist()
+        files = [row["text"] for row in rows if row["kind"] == "file"]
+        meta = [row for row in rows if row["kind"] != "file"]
+        schema = _spark_schema(DECODED_SCHEMA)
+        if not files:
+            return self.spark.createDataFrame([], schema), meta
+        return self.spark.read.schema(schema).parquet(*files), meta
+
+    def _process(self, records: Any) -> BatchReport:
         from pyspark.sql import functions as F
 
         version = self.progress.version
@@ -205,16 +224,8 @@ class DistributedReplicator:
         stats_before = msgspec.structs.replace(self.replica.stats)
         filtered_before = set(self.replica.filtered_tables)
         by_table_before = dict(self.replica.rows_by_table)
-        start = self.next_offsets()
-        columns = ["key", "value", "topic", "partition", "offset"]
-        raw = records.select(*[F.col(c) for c in columns]).withColumn("partition", F.col("partition").cast("int"))
-        decode = functools.partial(decode_records, protocol=self.protocol, options=self.options, start=start,
-                                   keys=self.replica.modelling.keys)
-        decoded = raw.mapInArrow(decode, _spark_schema(DECODED_SCHEMA)).persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(decoded)
         clock = time.perf_counter()
-        # Held rows (Simple, before their schema) are row-sized: they stay in the executors like the others.
-        meta = decoded.where(~F.col("kind").isin("row", "held")).toArrow().to_pylist()
+        decoded, meta = self._decode(records, version)
         clock = self._lap("decode", clock)
         subscription = [(t, p) for t, count in self.partitions.items() for p in range(count)]
         plan = plan_batch(meta, self.state, subscription, self.protocol)
@@ -226,26 +237,21 @@ class DistributedReplicator:
         for topic, count in _counts(plan.next_offsets).items():
             self.partitions[topic] = max(self.partitions.get(topic, 0), count)
         report.records = plan.records + len(plan.lines)
-        changes = self._changes(decoded, plan, version, schemas, dropped, cached)
-        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)  # a no-op when it is the persisted marked rows
-        cached.append(changes)
+        marked = self._changes(decoded, plan, version, schemas, dropped)
         limit = plan.limit
-        summary = (changes.groupBy("tkey", "level", (F.col("ts") > limit).alias("pending"))
-                   .agg(F.count(F.lit(1)).alias("rows"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
-                        F.max((F.col("row_id") != 0).cast("int")).alias("any_rowid"),
-                        F.collect_set("info").alias("infos"), F.collect_set("hkind").alias("hkinds"),
-                        F.max_by("info", F.struct("ts", "rank")).alias("latest"),
-                        F.sum(F.col("staged").cast("int")).alias("staged"))
-                   .toArrow().to_pylist())
+        summary = _summarize(marked, limit)
+        # A feed re-sends rarely: the rows are de-duplicated (a sort of every wide row) only when an identity repeats.
+        duplicates = any(s["copies"] > s["rows"] for s in summary)
         clock = self._lap("dedup", clock)
         pending = sum(s["rows"] for s in summary if s["pending"])
         if pending:
-            (changes.where(F.col("ts") > limit).drop("level", "staged").write.mode("overwrite")
-             .parquet(str(self._staging(version + 1))))
+            (self._unique(marked, duplicates, keyed=False).where(F.col("ts") > limit).drop("level", "staged")
+             .write.mode("overwrite").parquet(str(self._staging(version + 1))))
             # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes).
             wanted = {i for s in summary if s["pending"] for i in s["infos"]}
             self._infos_path(version + 1).write_bytes(
                 orjson.dumps({i: plan.infos[i] for i in sorted(wanted) if i in plan.infos}))
+        changes = self._unique(marked, duplicates, keyed=True)
         clock = self._lap("stage", clock)
         self.apply_jobs = 0
         for level in range(plan.waves + 1):
@@ -293,9 +299,7 @@ class DistributedReplicator:
 
     def _sources(self, decoded: Any, plan: BatchPlan, version: int) -> list[tuple[Any, bool]]:
         """The batch's change rows as decoded (DECODED_SCHEMA frames), each with whether it was staged."""
-        from pyspark.sql import functions as F
-
-        frames = [(decoded.where(F.col("kind").isin("row", "held")), False)]
+        frames = [(decoded, False)]
         staging = self._staging(version)
         if staging.exists():
             infos = self._infos_path(version)
@@ -316,11 +320,10 @@ class DistributedReplicator:
         return frames
 
     def _marked(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
-                only_held: bool = False, cached: list[Any] | None = None) -> Any:
-        """The change rows of the batch, held rows typed where their schema is known, marked, de-duplicated.
+                only_held: bool = False) -> Any:
+        """The change rows of the batch (decoded and staged), held rows typed where their schema is known, marked.
 
-        With ``cached``, the marked rows are persisted (and listed there) and de-duplicated only if an identity
-        repeats: a feed re-sends rarely, and de-duplicating sorts every wide row.
+        Not de-duplicated (see :meth:`_unique`), in the partitioning they were read in.
         """
         from pyspark.sql import functions as F
 
@@ -341,27 +344,26 @@ class DistributedReplicator:
                 marked = frame.mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=staged), schema)
             union = marked if union is None else union.unionByName(marked)
         assert union is not None  # the decoded frame is always a source
-        # One shuffle of the wide rows, by table: the de-duplication (an identity names its table), the net
-        # change per (table, handle) and the apply grouped by table all run in that partitioning.
-        keyed = union.repartition("tkey")
-        if set(SOURCE_COLUMNS) & set(self.replica.modelling.metadata_columns):
-            return first_deliveries(keyed)
-        if cached is None:
-            return keyed.dropDuplicates(["tkey", "ident"])
-        from pyspark import StorageLevel
+        return union
 
-        keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(keyed)
-        # Grouped in the tkey partitioning (no shuffle), on two narrow columns: a hash aggregate.
-        if keyed.groupBy("tkey", "ident").count().where(F.col("count") > 1).isEmpty():
-            return keyed
-        return keyed.dropDuplicates(["tkey", "ident"])
+    def _unique(self, marked: Any, duplicates: bool, *, keyed: bool) -> Any:
+        """One row per change identity; ``keyed``: shuffled by table first.
+
+        One shuffle of the wide rows, by table: the de-duplication (an identity names its table), the net change
+        per (table, handle) and the apply grouped by table all run in that partitioning.
+        """
+        rows = marked.repartition("tkey") if keyed else marked
+        if not duplicates:
+            return rows
+        if set(SOURCE_COLUMNS) & set(self.replica.modelling.metadata_columns):
+            return first_deliveries(rows)
+        return rows.dropDuplicates(["tkey", "ident"])
 
     def _changes(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
-                 dropped: list[bytes], cached: list[Any]) -> Any:
+                 dropped: list[bytes]) -> Any:
         from pyspark.sql import functions as F
 
-        changes = self._marked(decoded, plan, version, schemas, cached=cached)
+        changes = self._marked(decoded, plan, version, schemas)
         if schemas is None:
             return changes
         # Held rows below the limit are the quarantined ones (the others hold the limit below them).
@@ -615,6 +617,27 @@ def level_column(plan: BatchPlan) -> Any:
                   else column.when(test, steps(times, levels)))
     default = steps(*everywhere)
     return default if column is None else column.otherwise(default)
+
+
+def _summarize(marked: Any, limit: int) -> list[dict[str, Any]]:
+    """Per (table, level, pending): its unique changes (``rows``), their deliveries (``copies``) and what to prepare.
+
+    Two hash aggregates on narrow columns: the wide rows are neither shuffled nor cached for it.
+    """
+    from pyspark.sql import functions as F
+
+    pending = (F.col("ts") > limit).alias("pending")
+    changes = (marked.groupBy("tkey", "ident", "level", pending)
+               .agg(F.count(F.lit(1)).alias("copies"), F.max("ts").alias("ts"), F.max("rank").alias("rank"),
+                    F.max((F.col("row_id") != 0).cast("int")).alias("rowid"), F.max("info").alias("info"),
+                    F.max("hkind").alias("hkind"), F.max(F.col("staged").cast("int")).alias("staged")))
+    summary: list[dict[str, Any]] = (changes.groupBy("tkey", "level", "pending")
+            .agg(F.count(F.lit(1)).alias("rows"), F.sum("copies").alias("copies"), F.min("ts").alias("first_ts"),
+                 F.max("ts").alias("last_ts"), F.max("rowid").alias("any_rowid"),
+                 F.collect_set("info").alias("infos"), F.collect_set("hkind").alias("hkinds"),
+                 F.max_by("info", F.struct("ts", "rank")).alias("latest"), F.sum("staged").alias("staged"))
+            .toArrow().to_pylist())
+    return summary
 
 
 def first_deliveries(rows: Any) -> Any:

@@ -30,9 +30,10 @@ from pyticdc.arrow.rows import collector_paused, new_decoder, row_images, table_
 from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, identity_and_handles
 from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
+from pyticdc.spark.worker import prepare_task
 
-__all__ = ["CHANGE_SCHEMA", "DECODED_SCHEMA", "KeyOverrides", "change_values", "decode_records", "held_values",
-           "info_id", "mark_changes", "resolve_held", "tkey"]
+__all__ = ["CHANGE_KINDS", "CHANGE_SCHEMA", "DECODED_SCHEMA", "KeyOverrides", "change_values", "decode_records",
+           "decode_to_files", "held_values", "info_id", "mark_changes", "resolve_held", "tkey"]
 
 #: Exceptions a buggy decoder may leak on hostile bytes (as the consumer engine treats them).
 _DECODER_BUGS: Final = (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError, OverflowError,
@@ -72,6 +73,8 @@ DECODED_SCHEMA: Final = pa.schema(_FIELDS)
 #: Columns of a change row after :func:`mark_changes` (staged rows keep them).
 CHANGE_SCHEMA: Final = pa.schema([*_FIELDS, ("staged", pa.bool_()), ("level", pa.int32())])
 _NAMES: Final = DECODED_SCHEMA.names
+#: Kinds of the decoded rows that are changes (the others are the batch's metadata).
+CHANGE_KINDS: Final = ("row", "held")
 
 
 def tkey(schema: str, table: str) -> str:
@@ -302,6 +305,47 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
                  "row_id": rows, "seg": first, "rb": high, "text": None if ordered else "unordered"})
     if out.size:
         yield out.batch()
+
+
+def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol: str, options: Mapping[str, str],
+                    start: Mapping[tuple[str, int], int], batch_rows: int = 8192,
+                    keys: Keys = ()) -> Iterator[pa.RecordBatch]:
+    """:func:`decode_records` whose change rows go to one Parquet file of ``directory``; yields the metadata rows.
+
+    The task's file is announced last, by a ``file`` row (its path in ``text``, its rows in ``ts``): the driver
+    reads the files of the tasks that succeeded, and a failed attempt's file is never named. Change rows kept
+    this way cost no JVM conversion or cache: the later stages read them with Spark's vectorized Parquet reader.
+    """
+    import os
+    import uuid
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    prepare_task()
+    changes = pa.array(CHANGE_KINDS)
+    path = os.path.join(directory, f"part-{uuid.uuid4().hex}.parquet")
+    writer: pq.ParquetWriter | None = None
+    written = 0
+    try:
+        for batch in decode_records(batches, protocol, options, start, batch_rows, keys):
+            is_change = pc.is_in(batch.column("kind"), value_set=changes)
+            rows = batch.filter(is_change)
+            if rows.num_rows:
+                if writer is None:
+                    os.makedirs(directory, exist_ok=True)
+                    # Uncompressed: a scratch file read back once or twice on this machine's disk.
+                    writer = pq.ParquetWriter(path, DECODED_SCHEMA, compression="none")
+                writer.write_batch(rows)
+                written += rows.num_rows
+            meta = batch.filter(pc.invert(is_change))
+            if meta.num_rows:
+                yield meta
+    finally:
+        if writer is not None:
+            writer.close()
+    if written:
+        yield pa.RecordBatch.from_pylist([{"kind": "file", "text": path, "ts": written}], schema=DECODED_SCHEMA)
 
 
 def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | None, where: dict[str, Any],

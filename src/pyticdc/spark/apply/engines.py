@@ -47,6 +47,7 @@ from pyticdc.replica.projection import (
     replica_schema,
 )
 from pyticdc.replica.store import SHAPE, DeltaStore, ddl_position
+from pyticdc.spark.worker import prepare_task
 
 __all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "apply_groups", "task_groups"]
 
@@ -244,6 +245,7 @@ def task_groups(tables: Iterator[pa.Table],
 
 def apply_groups(tables: Iterator[pa.Table], tasks: Mapping[str, SegmentTask]) -> Iterator[pa.Table]:
     """``applyInArrow`` body: the reduced actions of one table → its result row."""
+    prepare_task()
     for key, rows, task in task_groups(tables, tasks):
         store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id, storage_options=task.storage_options)
         result = apply_segment(rows, task, store)
