@@ -9,7 +9,7 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
     mark         Spark columns over the files: re-sent rows dropped (each row's resolved ts before it from the
                  decode task's running watermark and the plan's carry per task), segment level; staged rows of
                  the last batch unioned (a Python mapInArrow only when a task read a partition out of order)
-    summary      two hash aggregates on narrow columns: per (table, level, pending) the unique changes, their
+    summary      two aggregates on narrow columns: per (table, level, pending) the unique changes, their
                  deliveries, ts range, TableInfos, handle kinds; de-duplication (dropDuplicates on the change
                  identity, or first_deliveries with ``_source_*`` columns) only when an identity repeats
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
@@ -208,10 +208,10 @@ class DistributedReplicator:
         folder = self._staging_root() / f"decoded-v{version + 1}-{uuid.uuid4().hex}"
         decode = functools.partial(decode_to_files, directory=str(folder), protocol=self.protocol,
                                    options=self.options, start=start, keys=self.replica.modelling.keys)
-        rows = raw.mapInArrow(decode, _spark_schema(DECODED_SCHEMA)).toArrow().to_pylist()
+        schema = _spark_schema(DECODED_SCHEMA)
+        rows = raw.mapInArrow(decode, schema).toArrow().to_pylist()
         files = [row["text"] for row in rows if row["kind"] == "file"]
         meta = [row for row in rows if row["kind"] != "file"]
-        schema = _spark_schema(DECODED_SCHEMA)
         if not files:
             return self.spark.createDataFrame([], schema), meta
         return self.spark.read.schema(schema).parquet(*files), meta
@@ -622,7 +622,8 @@ def level_column(plan: BatchPlan) -> Any:
 def _summarize(marked: Any, limit: int) -> list[dict[str, Any]]:
     """Per (table, level, pending): its unique changes (``rows``), their deliveries (``copies``) and what to prepare.
 
-    Two hash aggregates on narrow columns: the wide rows are neither shuffled nor cached for it.
+    Two aggregates on narrow columns (per change, then per segment): the wide rows are neither shuffled nor cached
+    for it.
     """
     from pyspark.sql import functions as F
 

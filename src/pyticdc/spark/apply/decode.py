@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 import pickle
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -316,9 +318,6 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
     reads the files of the tasks that succeeded, and a failed attempt's file is never named. Change rows kept
     this way cost no JVM conversion or cache: the later stages read them with Spark's vectorized Parquet reader.
     """
-    import os
-    import uuid
-
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -334,7 +333,7 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
             if rows.num_rows:
                 if writer is None:
                     os.makedirs(directory, exist_ok=True)
-                    # Uncompressed: a scratch file read back once or twice on this machine's disk.
+                    # Uncompressed: a scratch file, read by this batch's later stages and removed with its commit.
                     writer = pq.ParquetWriter(path, DECODED_SCHEMA, compression="none")
                 writer.write_batch(rows)
                 written += rows.num_rows
