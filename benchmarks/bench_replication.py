@@ -213,7 +213,7 @@ def generate(path: Path, rows: int, tables: int) -> tuple[int, dict[tuple[str, s
     return result
 
 
-def run_pyticdc(spark: Any, capture: Path, warehouse: Path, batch_records: int,
+def run_pyticdc(spark: Any, capture: Path, warehouse: Path, batch_records: int | None,
                 engine: str = "distributed") -> tuple[float, int]:
     """Replicate the capture; (seconds, batches)."""
     from pyticdc.spark.replication import ReplicationSource, SparkReplication
@@ -372,8 +372,9 @@ def scaling(args: argparse.Namespace) -> int:
     results = {}
     for master in ("local[1]", "local[2]"):
         command = [sys.executable, __file__, "--worker", "--master", master, "--rows", str(size), "--tables",
-                   str(args.tables), "--data-dir", str(args.data_dir), "--batch-records", str(args.batch_records),
-                   "--warmup-rows", str(args.warmup_rows)]
+                   str(args.tables), "--data-dir", str(args.data_dir), "--warmup-rows", str(args.warmup_rows)]
+        if args.batch_records is not None:
+            command += ["--batch-records", str(args.batch_records)]
         if master == "local[1]" or args.no_baseline:
             command.append("--no-baseline")
         if args.no_verify:
@@ -416,8 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=10, help="tables in the workload (default 10)")
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "pyticdc-bench",
                         help="where capture files are cached and tables written (default $TMPDIR/pyticdc-bench)")
-    parser.add_argument("--batch-records", type=int, default=200_000,
-                        help="records per replication batch (default 200000)")
+    parser.add_argument("--batch-records", type=int, default=None,
+                        help="records per replication batch (default SparkReplication's for the engine: 200000 on "
+                             "the driver engine, 1000000 on the distributed ones)")
     parser.add_argument("--engine", default="distributed", choices=("distributed", "delta-spark", "driver"),
                         help="apply engine of the table mode (default distributed; --scaling always distributed)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the hand-rolled pipeline")

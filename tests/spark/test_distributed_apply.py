@@ -217,3 +217,86 @@ def test_auto_is_the_default_engine_and_picks_the_distributed_one_where_it_appli
     assert engine({"enable-tidb-extension": "true"}, modelling=Modelling.parse(keys=["s.t=a"])) == "distributed"
     assert engine({"enable-tidb-extension": "true"}, modelling=Modelling.parse(history=["s.t"])) == "distributed"
     assert engine({"enable-tidb-extension": "true"}, engine="driver") == "driver"
+
+
+@pytest.mark.spark
+def test_each_engine_has_its_default_batch_size(spark: Any, tmp_path: Path) -> None:
+    from pyticdc.errors import ConfigError
+    from pyticdc.spark.replication import (
+        DEFAULT_BATCH_RECORDS,
+        DEFAULT_DISTRIBUTED_BATCH_RECORDS,
+        ReplicationSource,
+        SparkReplication,
+    )
+
+    source = ReplicationSource.capture("canal-json", {"enable-tidb-extension": "true"}, tmp_path / "capture.jsonl")
+
+    def size(**extra: Any) -> int:
+        return int(SparkReplication(spark, source, tmp_path / "wh", **extra).batch_records)
+
+    # The driver engine holds a batch in its memory; the distributed ones only its metadata.
+    assert size() == size(engine="distributed") == DEFAULT_DISTRIBUTED_BATCH_RECORDS
+    assert size(engine="driver") == DEFAULT_BATCH_RECORDS < DEFAULT_DISTRIBUTED_BATCH_RECORDS
+    assert size(engine="driver", batch_records=7) == size(batch_records=7) == 7
+    with pytest.raises(ConfigError, match="batch_records must be >= 1"):
+        size(batch_records=0)
+
+
+@pytest.mark.spark
+def test_a_distributed_capture_run_learns_its_partitions_from_the_copy(spark: Any, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import pyticdc.spark.replication as replication
+    from pyticdc.errors import ConfigError
+    from pyticdc.io.capture import write_capture
+    from pyticdc.sim import WorkloadConfig, interleave, produce, simulate, with_offsets
+    from pyticdc.spark.replication import ReplicationSource, SparkReplication
+
+    def no_scan(*args: Any, **kwargs: Any) -> dict[str, int]:
+        raise AssertionError("the driver scanned the capture's lines")
+
+    monkeypatch.setattr(replication, "capture_partitions", no_scan)
+    options = {"enable-tidb-extension": "true"}
+    history = simulate(41, WorkloadConfig(transactions=20))
+    logs = with_offsets(produce(history, "canal-json", options, topic="t", partitions=3))
+    capture = tmp_path / "capture.jsonl"
+    write_capture(capture, interleave(logs, random.Random(41)))
+    job = SparkReplication(spark, ReplicationSource.capture("canal-json", options, capture), tmp_path / "wh",
+                           engine="distributed")
+    reports = job.run()
+    assert job.partitions() == {"t": 3} and sum(r.rows_applied for r in reports) > 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    job = SparkReplication(spark, ReplicationSource.capture("canal-json", options, empty), tmp_path / "wh2",
+                           engine="distributed")
+    with pytest.raises(ConfigError, match="no records to replicate"):
+        job.run()
+
+
+@pytest.mark.spark
+def test_the_summary_counts_unique_changes_and_their_deliveries(spark: Any) -> None:
+    from pyticdc.spark.apply.batch import _summarize
+
+    columns = "tkey string, ident binary, level int, ts long, rank int, row_id long, info string, hkind string, " \
+              "staged boolean"
+    rows = [("s\x00a", b"1", 0, 10, 1, 0, "i1", "pk", False), ("s\x00a", b"2", 0, 12, 2, 0, "i1", "pk", True),
+            ("s\x00a", b"3", 0, 12, 3, 5, "i2", "pk", False), ("s\x00a", b"4", 1, 20, 1, 0, "i3", "pk", False),
+            ("s\x00b", b"5", 0, 11, 1, 0, "j1", "rowid", False), ("s\x00b", b"6", 0, 99, 1, 0, "j1", "rowid", False)]
+
+    def summary(data: list[tuple[Any, ...]]) -> dict[tuple[str, int, bool], dict[str, Any]]:
+        out = _summarize(spark.createDataFrame(data, columns), 50)
+        return {(s["tkey"], s["level"], s["pending"]): {**s, "infos": sorted(s["infos"]), "hkinds": sorted(s["hkinds"])}
+                for s in out}
+
+    unique = summary(rows)
+    assert unique[("s\x00a", 0, False)] == {
+        "tkey": "s\x00a", "level": 0, "pending": False, "rows": 3, "copies": 3, "first_ts": 10, "last_ts": 12,
+        "any_rowid": 1, "infos": ["i1", "i2"], "hkinds": ["pk"], "latest": "i2", "staged": 1}
+    assert unique[("s\x00a", 1, False)]["rows"] == 1 and unique[("s\x00a", 1, False)]["latest"] == "i3"
+    assert unique[("s\x00b", 0, False)]["rows"] == unique[("s\x00b", 0, True)]["rows"] == 1
+    # Re-deliveries (a staged row read again, a re-sent one) add copies, not changes.
+    again = summary([*rows, ("s\x00a", b"2", 0, 12, 2, 0, "i1", "pk", False), rows[0], rows[0]])
+    assert again[("s\x00a", 0, False)] == {**unique[("s\x00a", 0, False)], "copies": 6}
+    assert {k: v for k, v in again.items() if k != ("s\x00a", 0, False)} == {
+        k: v for k, v in unique.items() if k != ("s\x00a", 0, False)}

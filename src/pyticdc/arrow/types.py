@@ -54,12 +54,14 @@ import base64
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from pyticdc.codec._fastpath import speculate
 from pyticdc.codec.timezone import load_zone
 from pyticdc.errors import ConfigError
 from pyticdc.model import ColumnInfo, TableInfo, TypeCode
@@ -269,6 +271,10 @@ def _bits(value: int, width: int) -> bytes:
 Converter = Callable[[str, bool], Any]
 
 
+#: MySQL's DECIMAL has up to 65 digits (Python's default context, 28, would refuse a DECIMAL(30,4) value).
+_DECIMAL_CONTEXT: Final = Context(prec=65)
+
+
 def text_converter(column: ColumnInfo, *, time_zone: str = "UTC", mapping: TypeMapping = DEFAULT_TYPES) -> Converter:
     """Function (canonical text, is_base64) → the typed Python value of ``column`` (for Arrow)."""
     kind = column_arrow_type(column, mapping)
@@ -287,7 +293,7 @@ def text_converter(column: ColumnInfo, *, time_zone: str = "UTC", mapping: TypeM
 
             def decimal_value(text: str, _b: bool) -> Decimal:
                 value = Decimal(text)
-                exact = value.quantize(quantum)
+                exact = value.quantize(quantum, context=_DECIMAL_CONTEXT)
                 if exact != value or len(exact.as_tuple().digits) > kind.precision:
                     raise ValueError(f"{text!r} does not fit decimal({kind.precision},{kind.scale})")
                 return exact
@@ -371,6 +377,41 @@ def _plain_column(column: ColumnInfo, convert: Converter,
     return lambda texts: [None if t is None else convert(t, False) for t in texts]
 
 
+#: DATETIME text Arrow's cast reads exactly as :func:`_parse_datetime`: the canonical form of a valid calendar
+#: field range (a day past its month's end fails the cast) from year 1, at most microseconds.
+_DATETIME_TEXT: Final = (r"^(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-(?:0[1-9]|1[0-2])-"
+                         r"(?:0[1-9]|[12][0-9]|3[01]) (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?$")
+
+
+def _arrow_column(column: ColumnInfo, kind: pa.DataType, texts: list[str | None], mapping: TypeMapping,
+                  convert: Converter) -> pa.Array | None:
+    """Fast path of a column none of whose texts is base64: Arrow's casts over the whole column.
+
+    Declines (None, or a cast's ArrowInvalid) what it does not read exactly as the reference
+    (:func:`_plain_column`), which then converts the column and alone reports bad values.
+    """
+    del convert  # the reference's
+    code = column.type_code
+    if _is_boolean(column, mapping) or _is_unsigned_bigint(column):
+        return None
+    if (code in _INT_TYPES or code == _T.YEAR) and pa.types.is_integer(kind):
+        return pc.cast(pa.array(texts, pa.string()), pa.int64()).cast(kind)
+    if code == _T.DATETIME and kind == pa.timestamp("us"):
+        strings = pa.array(texts, pa.string())
+        if pc.any(pc.invert(pc.match_substring_regex(strings, _DATETIME_TEXT))).as_py():
+            return None
+        return pc.cast(strings, kind)
+    if code in DECIMAL_TYPES and pa.types.is_decimal(kind):
+        return pc.cast(pa.array(texts, pa.string()), kind)
+    return None
+
+
+def _reference_column(column: ColumnInfo, kind: pa.DataType, texts: list[str | None], mapping: TypeMapping,
+                      convert: Converter) -> list[Any]:
+    del kind
+    return _plain_column(column, convert, mapping)(texts)
+
+
 def _conversion_error(table_info: TableInfo, name: str, text: str, exc: BaseException,
                       mapping: TypeMapping) -> ValueError:
     return ValueError(f"{table_info.qualified_name}.{name}: cannot read {text!r} as "
@@ -379,20 +420,21 @@ def _conversion_error(table_info: TableInfo, name: str, text: str, exc: BaseExce
 
 def typed_arrays(
     images: Sequence[Texts], marks: Sequence[Collection[str]], table_info: TableInfo, *, time_zone: str = "UTC",
-    mapping: TypeMapping = DEFAULT_TYPES,
+    mapping: TypeMapping = DEFAULT_TYPES, fast: bool = True,
 ) -> dict[str, pa.Array]:
     """Typed Arrow columns of ``table_info`` from row images as canonical texts (one per row).
 
     ``marks`` holds, per row, the names whose text is base64 (the ``base64_columns`` of a decoded
     event). Columns missing from an image are null. A text that does not convert raises ValueError
-    naming the first such value in row order.
+    naming the first such value in row order. ``fast=False``: the reference conversion only (the fast
+    path, Arrow's casts over whole columns, is checked against it).
     """
     converters = {c.name: text_converter(c, time_zone=time_zone, mapping=mapping) for c in table_info.columns}
     marked_anywhere: set[str] = set()
     for marked in marks:
         if marked:
             marked_anywhere.update(marked)
-    values: dict[str, list[Any]] = {}
+    values: dict[str, list[Any] | pa.Array] = {}
     try:
         for column in table_info.columns:
             name = column.name
@@ -401,6 +443,9 @@ def typed_arrays(
             if name in marked_anywhere:
                 values[name] = [None if text is None else convert(text, name in marked)
                                 for text, marked in zip(texts, marks)]
+            elif fast:
+                values[name] = speculate(_arrow_column, _reference_column, column,
+                                         column_arrow_type(column, mapping), texts, mapping, convert)
             else:
                 values[name] = _plain_column(column, convert, mapping)(texts)
     except (ValueError, InvalidOperation, ArithmeticError):
@@ -418,8 +463,12 @@ def typed_arrays(
     arrays: dict[str, pa.Array] = {}
     for column in table_info.columns:
         kind = column_arrow_type(column, mapping)
+        converted = values[column.name]
+        if isinstance(converted, pa.Array):
+            arrays[column.name] = converted
+            continue
         try:
-            arrays[column.name] = pa.array(values[column.name], kind)
+            arrays[column.name] = pa.array(converted, kind)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise ValueError(f"{table_info.qualified_name}.{column.name}: values do not fit {kind}: "
                              f"{exc}") from None

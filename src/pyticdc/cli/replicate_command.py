@@ -102,9 +102,9 @@ def add_parser(subparsers: Any) -> None:
     add_operation_arguments(run)
     run.add_argument("--trigger", type=float, default=5.0, metavar="SECONDS",
                      help="with --stream: seconds between micro-batches (default 5)")
-    run.add_argument("--batch-records", type=int, default=200_000, metavar="N",
-                     help="records per batch, each committed on its own; bounds the driver's memory "
-                          "(default 200000)")
+    run.add_argument("--batch-records", type=int, default=None, metavar="N",
+                     help="records per batch, each committed on its own (default 200000 on the driver engine, "
+                          "whose memory it bounds; 1000000 on the distributed ones)")
     run.add_argument("--engine", choices=("driver", "distributed", "delta-spark", "auto"), default="auto",
                      help="apply engine: driver (records decoded and applied by the driver, the reference), "
                           "distributed (decode, de-dup, net change and MERGE in the Spark executors), "
@@ -356,7 +356,7 @@ def _replicate(args: argparse.Namespace, spooled: Path) -> int:
     try:
         spool_inputs(args, spooled)
         source = parse_source(args)
-        if args.batch_records < 1:
+        if args.batch_records is not None and args.batch_records < 1:
             raise ConfigError("--batch-records must be >= 1")
         if args.trigger <= 0:
             raise ConfigError("--trigger must be > 0 seconds")

@@ -27,13 +27,14 @@ from typing import Any, Final
 import msgspec
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyticdc.arrow.rows import parse_table_info, table_info_json
 from pyticdc.errors import ReplicaError
 from pyticdc.model import ColumnInfo, TableInfo, physical_ms
 from pyticdc.replica.store import DeltaStore
 
-__all__ = ["PROGRESS_SCHEMA", "Progress", "TableEntry", "read_progress", "tso_time", "write_progress"]
+__all__ = ["PROGRESS_SCHEMA", "Progress", "TableEntry", "read_progress", "tso_time", "tso_times", "write_progress"]
 
 _TSO: Final = pa.decimal128(20, 0)
 _TIME: Final = pa.timestamp("us", tz="UTC")
@@ -60,11 +61,21 @@ PROGRESS_SCHEMA: Final = pa.schema([
 ])
 
 
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
 def tso_time(tso: int) -> dt.datetime | None:
     """The physical time of a TSO (UTC), None for 0."""
     if tso <= 0:
         return None
-    return dt.datetime.fromtimestamp(physical_ms(tso) / 1000, tz=dt.timezone.utc)
+    return _EPOCH + dt.timedelta(milliseconds=physical_ms(tso))  # integer milliseconds: exact, unlike a float
+
+
+def tso_times(tsos: pa.Array) -> pa.Array:
+    """:func:`tso_time` of a column of TSOs (int64), as UTC microsecond timestamps; null for null or 0."""
+    tsos = tsos.cast(pa.int64())
+    micros = pc.multiply(pc.shift_right(tsos, 18), 1000)
+    return pc.if_else(pc.greater(tsos, 0), micros, pa.scalar(None, pa.int64())).cast(pa.timestamp("us", tz="UTC"))
 
 
 class TableEntry(msgspec.Struct, kw_only=True):

@@ -54,7 +54,7 @@ from pyticdc.mysql import STRING_TYPES
 from pyticdc.replica.changes import NetChange
 from pyticdc.replica.evolution import RESCUED, rescued_json
 from pyticdc.replica.modelling import IS_DELETED, Modelling
-from pyticdc.replica.progress import tso_time
+from pyticdc.replica.progress import tso_times
 from pyticdc.replica.store import ACTION, SHAPE
 
 __all__ = [
@@ -231,7 +231,7 @@ def merge_source(net: NetChange, info: TableInfo, *, rowid: bool, time_zone: str
         elif field.name == "_op":
             arrays.append(pa.array([*net.upsert_ops, *(["delete"] * len(net.deletes))], pa.string()))
         elif field.name == "_commit_time":
-            arrays.append(pa.array([tso_time(a.commit_ts) for a in actions], _UTC))
+            arrays.append(tso_times(pa.array([a.commit_ts for a in actions], _TSO)).cast(_UTC))
         elif field.name == "_ingested_at":
             arrays.append(pa.array([ingested_at or dt.datetime.now(dt.timezone.utc)] * len(actions), _UTC))
         elif field.name in _SOURCE_INDEX:
@@ -324,8 +324,7 @@ def evolve(
             continue
         if field.name == "_commit_time" and field.name not in present and COMMIT_TS in present:
             # A table written when _commit_time was opt-in: each row's time follows from its commit ts.
-            times = [None if ts is None else tso_time(int(ts)) for ts in data.column(COMMIT_TS).to_pylist()]
-            arrays.append(pa.array(times, _UTC))
+            arrays.append(tso_times(data.column(COMMIT_TS).combine_chunks()).cast(_UTC))
             continue
         source = sources.get(field.name, field.name)
         if source in present and rescue:

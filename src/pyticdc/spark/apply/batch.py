@@ -9,9 +9,10 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
     mark         Spark columns over the files: re-sent rows dropped (each row's resolved ts before it from the
                  decode task's running watermark and the plan's carry per task), segment level; staged rows of
                  the last batch unioned (a Python mapInArrow only when a task read a partition out of order)
-    summary      two aggregates on narrow columns: per (table, level, pending) the unique changes, their
-                 deliveries, ts range, TableInfos, handle kinds; de-duplication (dropDuplicates on the change
-                 identity, or first_deliveries with ``_source_*`` columns) only when an identity repeats
+    summary      aggregates on narrow columns: whether any change identity repeats (a count per identity), then
+                 per (table, level, pending) the unique changes, their deliveries, ts range, TableInfos, handle
+                 kinds; de-duplication (dropDuplicates on the change identity, or first_deliveries with
+                 ``_source_*`` columns) only when an identity repeats
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
     per level    the rows shuffled once by table; net change per (table, handle) with max_by (the winner's record:
                  its ``_source_*`` columns), then the engine applies every table's segment of the level in one job;
@@ -454,7 +455,8 @@ class DistributedReplicator:
                 firsts[key_text] = seg["first_ts"]
         if not tasks:
             return
-        held = self.spark.createDataFrame([(k, t.held) for k, t in tasks.items()], "tkey string, held long")
+        held = local_frame(self.spark, {"tkey": pa.array(list(tasks), pa.string()),
+                                        "held": pa.array([t.held for t in tasks.values()], pa.int64())})
         rows = (changes.where((F.col("level") == level) & (F.col("ts") <= plan.limit))
                 .join(F.broadcast(held), "tkey"))
         reduced = _net_change(rows)
@@ -563,6 +565,12 @@ def _strategy(kinds: set[str], name: str) -> str:
                        "distributed engine cannot fold them: use engine='driver'")
 
 
+def local_frame(spark: Any, columns: Mapping[str, pa.Array]) -> Any:
+    """A small DataFrame of driver values, built from Arrow in the JVM (from Python rows, every Spark job reading
+    it would start Python workers to unpickle them)."""
+    return spark.createDataFrame(pa.table(dict(columns)))
+
+
 def mark_columns(spark: Any, frame: Any, plan: BatchPlan, staged: bool, level: Any) -> Any:
     """:func:`~pyticdc.spark.apply.decode.mark_changes` as Spark columns (``level``: :func:`level_column`).
 
@@ -581,9 +589,11 @@ def mark_columns(spark: Any, frame: Any, plan: BatchPlan, staged: bool, level: A
     if len(values) <= 1:
         before = F.greatest(F.col("rb"), F.lit(next(iter(values), 0)).cast("long"))
     else:
-        carry = spark.createDataFrame([(t, p, s, c) for (t, p, s), c in plan.carry.items()],
-                                      "topic string, partition int, seg long, carry long")
-        frame = frame.join(F.broadcast(carry), ["topic", "partition", "seg"], "left")
+        frame = frame.join(F.broadcast(local_frame(spark, {
+            "topic": pa.array([t for t, _, _ in plan.carry], pa.string()),
+            "partition": pa.array([p for _, p, _ in plan.carry], pa.int32()),
+            "seg": pa.array([s for _, _, s in plan.carry], pa.int64()),
+            "carry": pa.array(list(plan.carry.values()), pa.int64())})), ["topic", "partition", "seg"], "left")
         before = F.greatest(F.col("rb"), F.coalesce(F.col("carry"), F.lit(0).cast("long")))
     kept = frame.where((F.col("ts") > F.lit(plan.marks.released)) & (F.col("ts") > before))
     return kept.select(*DECODED_SCHEMA.names, *flags).select(*names)
@@ -622,18 +632,26 @@ def level_column(plan: BatchPlan) -> Any:
 def _summarize(marked: Any, limit: int) -> list[dict[str, Any]]:
     """Per (table, level, pending): its unique changes (``rows``), their deliveries (``copies``) and what to prepare.
 
-    Two aggregates on narrow columns (per change, then per segment): the wide rows are neither shuffled nor cached
-    for it.
+    Aggregates on narrow columns: the wide rows are neither shuffled nor cached for it. A feed re-sends rarely, so
+    first a count per change identity says whether any repeats (a hash aggregate: fixed-width buffers only); if
+    none does, every row is one change and one aggregate per segment gives the rest.
     """
     from pyspark.sql import functions as F
 
     pending = (F.col("ts") > limit).alias("pending")
-    changes = (marked.groupBy("tkey", "ident", "level", pending)
-               .agg(F.count(F.lit(1)).alias("copies"), F.max("ts").alias("ts"), F.max("rank").alias("rank"),
-                    F.max((F.col("row_id") != 0).cast("int")).alias("rowid"), F.max("info").alias("info"),
-                    F.max("hkind").alias("hkind"), F.max(F.col("staged").cast("int")).alias("staged")))
-    summary: list[dict[str, Any]] = (changes.groupBy("tkey", "level", "pending")
-            .agg(F.count(F.lit(1)).alias("rows"), F.sum("copies").alias("copies"), F.min("ts").alias("first_ts"),
+    # The identity names the table, commit ts and operation: its deliveries share the level and pending too.
+    repeated = not marked.groupBy("ident").count().where(F.col("count") > 1).isEmpty()
+    if not repeated:
+        rows = marked.select("tkey", "level", pending, "ts", "rank", (F.col("row_id") != 0).cast("int").alias("rowid"),
+                             "info", "hkind", F.col("staged").cast("int").alias("staged"))
+    else:
+        rows = (marked.groupBy("tkey", "ident", "level", pending)
+                .agg(F.count(F.lit(1)).alias("copies"), F.max("ts").alias("ts"), F.max("rank").alias("rank"),
+                     F.max((F.col("row_id") != 0).cast("int")).alias("rowid"), F.max("info").alias("info"),
+                     F.max("hkind").alias("hkind"), F.max(F.col("staged").cast("int")).alias("staged")))
+    copies = F.sum("copies") if repeated else F.count(F.lit(1))
+    summary: list[dict[str, Any]] = (rows.groupBy("tkey", "level", "pending")
+            .agg(F.count(F.lit(1)).alias("rows"), copies.alias("copies"), F.min("ts").alias("first_ts"),
                  F.max("ts").alias("last_ts"), F.max("rowid").alias("any_rowid"),
                  F.collect_set("info").alias("infos"), F.collect_set("hkind").alias("hkinds"),
                  F.max_by("info", F.struct("ts", "rank")).alias("latest"), F.sum("staged").alias("staged"))

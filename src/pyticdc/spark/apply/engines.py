@@ -35,7 +35,7 @@ from pyticdc.replica.ddl import TableKey, rename_table_info
 from pyticdc.replica.evolution import RESCUED, rescued_json
 from pyticdc.replica.mapping import EXCLUDED
 from pyticdc.replica.modelling import IS_DELETED, SOURCE_COLUMNS, Modelling
-from pyticdc.replica.progress import TableEntry, tso_time
+from pyticdc.replica.progress import TableEntry, tso_times
 from pyticdc.replica.projection import (
     COMMIT_TS,
     DIGEST,
@@ -135,7 +135,7 @@ def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest
             arrays.append(pa.array(["delete" if gone else r.get("op") or "insert" for gone, r in zip(deleted, rows)],
                                    pa.string()))
         elif field.name == "_commit_time":
-            arrays.append(pa.array([tso_time(r["ts"]) for r in rows], METADATA_TYPES["_commit_time"]))
+            arrays.append(tso_times(pa.array([r["ts"] for r in rows], _TSO)).cast(METADATA_TYPES["_commit_time"]))
         elif field.name == "_ingested_at":
             arrays.append(pa.array([now] * len(rows), METADATA_TYPES["_ingested_at"]))
         elif field.name == IS_DELETED:
