@@ -280,23 +280,30 @@ def test_the_summary_counts_unique_changes_and_their_deliveries(spark: Any) -> N
 
     columns = "tkey string, ident binary, level int, ts long, rank int, row_id long, info string, hkind string, " \
               "staged boolean"
-    rows = [("s\x00a", b"1", 0, 10, 1, 0, "i1", "pk", False), ("s\x00a", b"2", 0, 12, 2, 0, "i1", "pk", True),
-            ("s\x00a", b"3", 0, 12, 3, 5, "i2", "pk", False), ("s\x00a", b"4", 1, 20, 1, 0, "i3", "pk", False),
+    rows = [("s\x00a", b"1", 0, 10, 1, 0, "i1", "key", False), ("s\x00a", b"2", 0, 12, 2, 0, "i1", "key", True),
+            ("s\x00a", b"3", 0, 12, 3, 5, "i2", "key", False), ("s\x00a", b"4", 1, 20, 1, 0, "i3", "key", False),
             ("s\x00b", b"5", 0, 11, 1, 0, "j1", "rowid", False), ("s\x00b", b"6", 0, 99, 1, 0, "j1", "rowid", False)]
 
     def summary(data: list[tuple[Any, ...]]) -> dict[tuple[str, int, bool], dict[str, Any]]:
-        out = _summarize(spark.createDataFrame(data, columns), 50)
+        out = _summarize(spark.createDataFrame(data, columns), 50, {"i1", "i2", "i3", "j1", "zz"}, spark)
         return {(s["tkey"], s["level"], s["pending"]): {**s, "infos": sorted(s["infos"]), "hkinds": sorted(s["hkinds"])}
                 for s in out}
 
     unique = summary(rows)
     assert unique[("s\x00a", 0, False)] == {
         "tkey": "s\x00a", "level": 0, "pending": False, "rows": 3, "copies": 3, "first_ts": 10, "last_ts": 12,
-        "any_rowid": 1, "infos": ["i1", "i2"], "hkinds": ["pk"], "latest": "i2", "staged": 1}
+        "any_rowid": 1, "infos": ["i1", "i2"], "hkinds": ["key"], "latest": "i2", "staged": 1}
     assert unique[("s\x00a", 1, False)]["rows"] == 1 and unique[("s\x00a", 1, False)]["latest"] == "i3"
     assert unique[("s\x00b", 0, False)]["rows"] == unique[("s\x00b", 0, True)]["rows"] == 1
     # Re-deliveries (a staged row read again, a re-sent one) add copies, not changes.
-    again = summary([*rows, ("s\x00a", b"2", 0, 12, 2, 0, "i1", "pk", False), rows[0], rows[0]])
+    again = summary([*rows, ("s\x00a", b"2", 0, 12, 2, 0, "i1", "key", False), rows[0], rows[0]])
     assert again[("s\x00a", 0, False)] == {**unique[("s\x00a", 0, False)], "copies": 6}
     assert {k: v for k, v in again.items() if k != ("s\x00a", 0, False)} == {
         k: v for k, v in unique.items() if k != ("s\x00a", 0, False)}
+    # A digest the batch has no TableInfo for is no TableInfo of the segment (nor its latest).
+    unknown = summary([*rows, ("s\x00b", b"7", 0, 30, 1, 0, "gone", "rowid", False)])
+    assert unknown[("s\x00b", 0, False)]["infos"] == ["j1"] and unknown[("s\x00b", 0, False)]["latest"] is None
+    assert unknown[("s\x00b", 0, False)]["rows"] == 2 and unknown[("s\x00b", 0, False)]["last_ts"] == 30
+    # Every handle kind a segment's rows name.
+    kinds = summary([*rows, ("s\x00b", b"8", 0, 31, 1, 0, "j1", "image", False)])
+    assert kinds[("s\x00b", 0, False)]["hkinds"] == ["image", "rowid"]

@@ -9,10 +9,10 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
     mark         Spark columns over the files: re-sent rows dropped (each row's resolved ts before it from the
                  decode task's running watermark and the plan's carry per task), segment level; staged rows of
                  the last batch unioned (a Python mapInArrow only when a task read a partition out of order)
-    summary      aggregates on narrow columns: whether any change identity repeats (a count per identity), then
-                 per (table, level, pending) the unique changes, their deliveries, ts range, TableInfos, handle
-                 kinds; de-duplication (dropDuplicates on the change identity, or first_deliveries with
-                 ``_source_*`` columns) only when an identity repeats
+    summary      one query on narrow columns, per change identity then per (table, level, pending): the unique
+                 changes, their deliveries, ts range, TableInfos, handle kinds; de-duplication (dropDuplicates
+                 on the change identity, or first_deliveries with ``_source_*`` columns) only when an identity
+                 repeats
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
     per level    the rows shuffled once by table; net change per (table, handle) with max_by (the winner's record:
                  its ``_source_*`` columns), then the engine applies every table's segment of the level in one job;
@@ -45,7 +45,7 @@ import pickle
 import shutil
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ from pyticdc.replica.store import APP_ID, rows_position
 from pyticdc.spark.apply.decode import (
     CHANGE_SCHEMA,
     DECODED_SCHEMA,
+    HANDLE_KINDS,
     decode_to_files,
     decoded_row,
     info_id,
@@ -240,7 +241,7 @@ class DistributedReplicator:
         report.records = plan.records + len(plan.lines)
         marked = self._changes(decoded, plan, version, schemas, dropped)
         limit = plan.limit
-        summary = _summarize(marked, limit)
+        summary = _summarize(marked, limit, plan.infos, self.spark)
         # A feed re-sends rarely: the rows are de-duplicated (a sort of every wide row) only when an identity repeats.
         duplicates = any(s["copies"] > s["rows"] for s in summary)
         clock = self._lap("dedup", clock)
@@ -629,33 +630,38 @@ def level_column(plan: BatchPlan) -> Any:
     return default if column is None else column.otherwise(default)
 
 
-def _summarize(marked: Any, limit: int) -> list[dict[str, Any]]:
+def _summarize(marked: Any, limit: int, infos: Collection[str], spark: Any) -> list[dict[str, Any]]:
     """Per (table, level, pending): its unique changes (``rows``), their deliveries (``copies``) and what to prepare.
 
-    Aggregates on narrow columns: the wide rows are neither shuffled nor cached for it. A feed re-sends rarely, so
-    first a count per change identity says whether any repeats (a hash aggregate: fixed-width buffers only); if
-    none does, every row is one change and one aggregate per segment gives the rest.
+    One query on narrow columns (the wide rows are neither shuffled nor cached for it): per change identity, then
+    per segment. The TableInfo digests and handle kinds go in as numbers, so the per-identity aggregate keeps
+    fixed-width buffers only (a hash aggregate; a string's maximum would make it sort every row). A digest the
+    batch has no TableInfo for becomes null: the segment could not use it.
     """
     from pyspark.sql import functions as F
 
+    digests = sorted(infos)  # numbered in order: the maximum number is the maximum digest
+    numbers = local_frame(spark, {"info": pa.array(digests, pa.string()),
+                                  "info_n": pa.array(range(len(digests)), pa.int32())})
+    kinds = F.array_position(F.array(*[F.lit(k) for k in HANDLE_KINDS]), F.col("hkind")).cast("int")
     pending = (F.col("ts") > limit).alias("pending")
-    # The identity names the table, commit ts and operation: its deliveries share the level and pending too.
-    repeated = not marked.groupBy("ident").count().where(F.col("count") > 1).isEmpty()
-    if not repeated:
-        rows = marked.select("tkey", "level", pending, "ts", "rank", (F.col("row_id") != 0).cast("int").alias("rowid"),
-                             "info", "hkind", F.col("staged").cast("int").alias("staged"))
-    else:
-        rows = (marked.groupBy("tkey", "ident", "level", pending)
-                .agg(F.count(F.lit(1)).alias("copies"), F.max("ts").alias("ts"), F.max("rank").alias("rank"),
-                     F.max((F.col("row_id") != 0).cast("int")).alias("rowid"), F.max("info").alias("info"),
-                     F.max("hkind").alias("hkind"), F.max(F.col("staged").cast("int")).alias("staged")))
-    copies = F.sum("copies") if repeated else F.count(F.lit(1))
-    summary: list[dict[str, Any]] = (rows.groupBy("tkey", "level", "pending")
-            .agg(F.count(F.lit(1)).alias("rows"), copies.alias("copies"), F.min("ts").alias("first_ts"),
+    changes = (marked.join(F.broadcast(numbers), "info", "left")
+               .groupBy("tkey", "ident", "level", pending)
+               .agg(F.count(F.lit(1)).alias("copies"), F.max("ts").alias("ts"), F.max("rank").alias("rank"),
+                    F.max((F.col("row_id") != 0).cast("int")).alias("rowid"), F.max("info_n").alias("info_n"),
+                    F.max(kinds).alias("hkind_n"), F.max(F.col("staged").cast("int")).alias("staged")))
+    summary: list[dict[str, Any]] = (changes.groupBy("tkey", "level", "pending")
+            .agg(F.count(F.lit(1)).alias("rows"), F.sum("copies").alias("copies"), F.min("ts").alias("first_ts"),
                  F.max("ts").alias("last_ts"), F.max("rowid").alias("any_rowid"),
-                 F.collect_set("info").alias("infos"), F.collect_set("hkind").alias("hkinds"),
-                 F.max_by("info", F.struct("ts", "rank")).alias("latest"), F.sum("staged").alias("staged"))
+                 F.collect_set("info_n").alias("infos"), F.collect_set("hkind_n").alias("hkinds"),
+                 F.max_by("info_n", F.struct("ts", "rank")).alias("latest"), F.sum("staged").alias("staged"))
             .toArrow().to_pylist())
+    for segment in summary:
+        if 0 in segment["hkinds"]:
+            raise ReplicaError(f"{segment['tkey']!r}: a change row names its handle in none of {HANDLE_KINDS}")
+        segment["infos"] = [digests[n] for n in segment["infos"]]
+        segment["hkinds"] = [HANDLE_KINDS[n - 1] for n in segment["hkinds"]]
+        segment["latest"] = None if segment["latest"] is None else digests[segment["latest"]]
     return summary
 
 

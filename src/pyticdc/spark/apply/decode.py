@@ -34,8 +34,8 @@ from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
 from pyticdc.spark.worker import prepare_task
 
-__all__ = ["CHANGE_KINDS", "CHANGE_SCHEMA", "DECODED_SCHEMA", "KeyOverrides", "change_values", "decode_records",
-           "decode_to_files", "held_values", "info_id", "mark_changes", "resolve_held", "tkey"]
+__all__ = ["CHANGE_KINDS", "CHANGE_SCHEMA", "DECODED_SCHEMA", "HANDLE_KINDS", "KeyOverrides", "change_values",
+           "decode_records", "decode_to_files", "held_values", "info_id", "mark_changes", "resolve_held", "tkey"]
 
 #: Exceptions a buggy decoder may leak on hostile bytes (as the consumer engine treats them).
 _DECODER_BUGS: Final = (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError, OverflowError,
@@ -145,6 +145,10 @@ def _override_handle(row: RowChange, image: Row | None, key: tuple[str, ...]) ->
     if image is None:
         return None
     return ("key", tuple(image.get(name) for name in key))
+
+
+#: How a change row names its handle (its ``hkind``): key columns, override columns an image lacks, row id, image.
+HANDLE_KINDS: Final = ("key", "nokey", "rowid", "image")
 
 
 def _override_kind(row: RowChange, key: tuple[str, ...]) -> str:
