@@ -14,8 +14,10 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
                  on the change identity, or first_deliveries with ``_source_*`` columns) only when an identity
                  repeats
     stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
-    per level    the rows shuffled once by table; net change per (table, handle) with max_by (the winner's record:
-                 its ``_source_*`` columns), then the engine applies every table's segment of the level in one job;
+    per level    the rows shuffled once by table; net change per (table, handle) (the winner's record: its
+                 ``_source_*`` columns): delta-rs folds each table in Arrow in the task that applies it
+                 (pyticdc.spark.apply.net), delta-spark's plan folds with max_by; the engine applies every
+                 table's segment of the level in one job;
                  tables with a history table fold the level's ordered changes (not the net ones) into versions in a
                  second job, grouped by table (pyticdc.spark.apply.history); then the driver executes the DDLs of
                  the next wave
@@ -78,6 +80,7 @@ from pyticdc.spark.apply.decode import (
 )
 from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
 from pyticdc.spark.apply.history import HistoryTask, history_task, run_history
+from pyticdc.spark.apply.net import NET_INPUT
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
 
 __all__ = ["DistributedReplicator", "first_deliveries", "level_column", "mark_columns", "supports"]
@@ -460,7 +463,8 @@ class DistributedReplicator:
                                         "held": pa.array([t.held for t in tasks.values()], pa.int64())})
         rows = (changes.where((F.col("level") == level) & (F.col("ts") <= plan.limit))
                 .join(F.broadcast(held), "tkey"))
-        reduced = _net_change(rows)
+        # The delta-rs engine folds each table's changes in the task that applies it (Arrow); Spark's fold sorts them.
+        reduced = rows.select(*NET_INPUT) if self.engine.folds else _net_change(rows)
         for key_text, task in tasks.items():
             self.replica.hook_point("before-table-commit", table=tuple(key_text.split("\x00", 1)),
                                     position=task.position, kind="merge")

@@ -124,6 +124,8 @@ class DeltaSparkEngine:
     """MERGE INTO by Delta on Spark (delta-spark), one command per table segment (see module docstring)."""
 
     name = "delta-spark"
+    #: Takes the net change folded by Spark (``pyticdc.spark.apply.batch._net_change``).
+    folds = False
 
     def __init__(self, spark: Any, staging: str | Path, hook: Callable[..., None] | None = None) -> None:
         self.spark = spark

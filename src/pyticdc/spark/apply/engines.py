@@ -47,6 +47,7 @@ from pyticdc.replica.projection import (
     replica_schema,
 )
 from pyticdc.replica.store import SHAPE, DeltaStore, ddl_position
+from pyticdc.spark.apply.net import net_change
 from pyticdc.spark.worker import prepare_task
 
 __all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "apply_groups", "task_groups"]
@@ -256,13 +257,16 @@ class DeltaRsEngine:
     """delta-rs MERGE inside the executors, tables in parallel (the default: no jars)."""
 
     name = "delta-rs"
+    #: Takes each table's changes unfolded (:data:`pyticdc.spark.apply.net.NET_INPUT`) and folds them itself.
+    folds = True
 
     def apply(self, reduced: Any, tasks: Mapping[str, SegmentTask]) -> list[dict[str, Any]]:
-        """Apply the reduced actions of every task's table; their result rows (one Spark job)."""
+        """Fold and apply the changes of every task's table; their result rows (one Spark job)."""
         frozen = dict(tasks)
+        folds = self.folds
 
         def run(table: pa.Table) -> pa.Table:
-            out = list(apply_groups(iter([table]), frozen))
+            out = list(apply_groups(iter([net_change(table) if folds else table]), frozen))
             return out[0] if out else RESULT_SCHEMA.empty_table()
 
         results = reduced.groupBy("tkey").applyInArrow(run, _spark_schema()).toArrow()
