@@ -263,10 +263,9 @@ class DeltaRsEngine:
     def apply(self, reduced: Any, tasks: Mapping[str, SegmentTask]) -> list[dict[str, Any]]:
         """Fold and apply the changes of every task's table; their result rows (one Spark job)."""
         frozen = dict(tasks)
-        folds = self.folds
 
         def run(table: pa.Table) -> pa.Table:
-            out = list(apply_groups(iter([net_change(table) if folds else table]), frozen))
+            out = list(apply_groups(iter([net_change(table)]), frozen))
             return out[0] if out else RESULT_SCHEMA.empty_table()
 
         results = reduced.groupBy("tkey").applyInArrow(run, _spark_schema()).toArrow()
