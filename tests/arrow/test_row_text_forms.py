@@ -6,6 +6,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,45 @@ def test_c_row_text_is_the_python_one(image: dict[str, Any], as_row: bool, binar
     assert c_form == python_form
     # str of an int, repr of a float: the same objects' texts, their types too
     assert [type(t) for t in c_form[0][1]] == [type(t) for t in python_form[0][1]]
+
+
+@settings(max_examples=300)
+@given(image=st.dictionaries(st.sampled_from(["a", "b", "c", "é", "bin", "<&>", 'q"\\', "\u2028"]), _VALUES),
+       as_row=st.booleans(), binary=st.frozensets(st.sampled_from(["a", "bin", "zz"])),
+       names=st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", "x"]), max_size=2)))
+def test_c_row_json_is_the_python_row_text_as_json(image: dict[str, Any], as_row: bool, binary: frozenset[str],
+                                                   names: list[str] | None) -> None:
+    helpers = c_helpers()
+    c_names = None if names is None else list(names)
+    py_names = None if names is None else list(names)
+    text = helpers.row_json(Row(image) if as_row else image, binary, c_names)
+    keys, texts = rows.python_row_text(image, binary, py_names)
+    if any(isinstance(t, str) and not _is_utf8(t) for t in [*keys, *texts]):
+        assert text is None  # a decline: the Python form words it
+        return
+    assert text is not None
+    assert list(orjson.loads(text).items()) == list(zip(keys, texts))  # the same texts, in the image's order
+    assert c_names == py_names
+    assert rows.row_json(image, binary) == text
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def test_row_json_declines_a_lone_surrogate_to_the_python_form() -> None:
+    helpers = c_helpers()
+    assert helpers.row_json({"a": "\ud800"}, frozenset(), None) is None
+    try:
+        rows.row_json({"a": "\ud800"}, frozenset())
+    except TypeError as exc:  # orjson's words, as before the C form
+        assert "surrogates" in str(exc)
+    else:
+        raise AssertionError("a lone surrogate has no JSON text")
 
 
 def test_row_text_takes_the_c_form_only_for_dicts() -> None:

@@ -899,6 +899,78 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(row_json_doc,
+"row_json(row, binary, base64_names, /)\n--\n\n"
+"A row image's canonical texts (row_text's) as one JSON object text {name: text or null}, or None (a "
+"decline: a name or text that is not valid UTF-8, such as a lone surrogate).");
+
+static PyObject *
+row_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    CHECK_NARGS("row_json", 3);
+    PyObject *row = args[0], *binary = args[1], *names = args[2];
+    if (!PyDict_Check(row) || !PyAnySet_Check(binary) || (names != Py_None && !PyList_Check(names))) {
+        PyErr_SetString(PyExc_TypeError, "row_json(dict, frozenset, list | None)");
+        return NULL;
+    }
+    Out out;
+    out_init(&out);
+    int result = out_put(&out, "{", 1);
+    Py_ssize_t at = 0, written = 0, count = PyDict_GET_SIZE(row);
+    PyObject *name, *value;
+    while (result == 0 && PyDict_Next(row, &at, &name, &value)) {
+        if (written >= count || !PyUnicode_Check(name)) {
+            result = -2;  /* a changing row or a name that is no str: the Python form words it */
+            break;
+        }
+        int base64;
+        /* Owned while str() of an odd value may run Python code. */
+        Py_INCREF(name);
+        Py_INCREF(value);
+        PyObject *text = value_text(name, value, binary, &base64);
+        Py_DECREF(value);
+        if (text == NULL) {
+            Py_DECREF(name);
+            result = -1;
+            break;
+        }
+        if (written > 0) {
+            result = out_put(&out, ",", 1);
+        }
+        if (result == 0) {
+            result = json_str(&out, name, 0);
+        }
+        if (result == 0) {
+            result = out_put(&out, ":", 1);
+        }
+        if (result == 0) {
+            result = text == Py_None ? out_put(&out, "null", 4) : json_str(&out, text, 0);
+        }
+        Py_DECREF(text);
+        if (result == 0 && base64 && names != Py_None) {
+            int known = PySequence_Contains(names, name);
+            if (known < 0 || (!known && PyList_Append(names, name) < 0)) {
+                result = -1;
+            }
+        }
+        Py_DECREF(name);
+        written++;
+    }
+    if (result == 0 && written != count) {
+        result = -2;
+    }
+    if (result == 0) {
+        result = out_put(&out, "}", 1);
+    }
+    PyObject *json = result == 0 ? PyUnicode_DecodeUTF8(out.data, out.size, NULL) : NULL;
+    out_free(&out);
+    if (result == -2) {
+        Py_RETURN_NONE;
+    }
+    return json;
+}
+
 /* ------------------------------------------------------------------ Simple-Avro row images */
 
 /* An Avro long at p[0..n): a zigzag varint of 64 bits (the uvarint rules of read_uvarint); the bytes it
@@ -1338,6 +1410,7 @@ static PyMethodDef native_methods[] = {
     {"craft_image", (PyCFunction)(void (*)(void))craft_image, METH_FASTCALL, craft_image_doc},
     {"simple_json_row", (PyCFunction)(void (*)(void))simple_json_row, METH_FASTCALL, simple_json_row_doc},
     {"row_text", (PyCFunction)(void (*)(void))row_text, METH_FASTCALL, row_text_doc},
+    {"row_json", (PyCFunction)(void (*)(void))row_json, METH_FASTCALL, row_json_doc},
     {"avro_image", (PyCFunction)(void (*)(void))avro_image, METH_FASTCALL, avro_image_doc},
     {"canal_image", (PyCFunction)(void (*)(void))canal_image, METH_FASTCALL, canal_image_doc},
     {"avro_row_image", (PyCFunction)(void (*)(void))avro_row_image, METH_FASTCALL, avro_row_image_doc},

@@ -18,6 +18,9 @@ def row_text(row: dict[str, Any], binary: frozenset[str], base64_names: list[str
     list[str], list[str | None]]:
     """Keys and canonical texts of a row image (pyticdc.arrow.rows.row_text)."""
 
+def row_json(row: dict[str, Any], binary: frozenset[str], base64_names: list[str] | None, /) -> str | None:
+    """A row image's canonical texts as one JSON object text, or None (a decline)."""
+
 def avro_image(buf: bytes, pos: int, plan: tuple[Any, ...], row_type: type[Row], /) -> tuple[Row, int] | None:
     """A Simple-Avro row image in table order as (row, offset after it), or None (a decline)."""
 

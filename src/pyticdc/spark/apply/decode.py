@@ -28,7 +28,7 @@ from typing import Any, Final
 import orjson
 import pyarrow as pa
 
-from pyticdc.arrow.rows import collector_paused, new_decoder, row_images, table_info_json
+from pyticdc.arrow.rows import collector_paused, new_decoder, row_images_json, table_info_json
 from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, identity_and_handles
 from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
@@ -84,9 +84,13 @@ def tkey(schema: str, table: str) -> str:
     return f"{schema}\x00{table}"
 
 
+_blake2b: Final = hashlib.blake2b
+_dumps: Final = orjson.dumps
+
+
 def _digest(value: Any) -> bytes:
     # repr is exact for the handle values (int, str, bytes, None, floats): equal handles, equal digests.
-    return hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return _blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 _INFO_IDS: dict[int, tuple[TableInfo, str, str]] = {}
@@ -165,33 +169,53 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None,
     ``key``: the table's ``--table-key`` columns; the handles (net change, MERGE) are then theirs, while the
     change identity (de-duplication) stays the consumer's, from what the message names.
     """
-    post, pre, marks = row_images(row)
+    values: dict[str, Any] = {}
+    _fill_change(values, row, infos, key)
+    return values
+
+
+_OP_VALUE: Final = {op: op.value for op in Op}
+_RANK: Final = dict(OP_RANK)
+
+
+def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] | None,
+                 key: tuple[str, ...] | None) -> None:
+    # change_values into a dict the caller made (decode_records' per-record path: one dict per row, no merges).
+    post, pre, marks = row_images_json(row)
+    info = row.table_info
     ident = ""
-    if row.table_info is not None:
-        ident, text = info_id(row.table_info)
-        if infos is not None:
-            infos.setdefault(ident, text)
+    if info is not None:
+        ident, text = info_id(info)
+        if infos is not None and ident not in infos:
+            infos[ident] = text
     identity, pre_handle, post_handle = identity_and_handles(row)
+    pre_image, post_image = row.pre_columns, row.columns
     if key is None:
         # The identity's handles (None for an absent image) are the net change's too: an image of
         # every key column is keyed by it.
-        handled = [h for h in (post_handle, pre_handle) if h is not None]
-        keyed = handle_columns(row.table_info) and all(h[0] == "key" for h in handled)  # type: ignore[index]
+        keyed = (bool(handle_columns(info)) and (post_handle is None or post_handle[0] == "key")  # type: ignore[index]
+                 and (pre_handle is None or pre_handle[0] == "key"))  # type: ignore[index]
         hkind = "key" if keyed else "rowid" if row.row_id else "image"
     else:
-        pre_handle = None if row.pre_columns is None else _override_handle(row, row.pre_columns, key)
-        post_handle = None if row.columns is None else _override_handle(row, row.columns, key)
+        pre_handle = None if pre_image is None else _override_handle(row, pre_image, key)
+        post_handle = None if post_image is None else _override_handle(row, post_image, key)
         hkind = _override_kind(row, key)
-    return {
-        "kind": "row", "tkey": tkey(row.schema, row.table), "ts": row.commit_ts, "op": row.op.value,
-        "rank": OP_RANK[row.op], "ident": _digest(identity),
-        "pre_h": None if row.pre_columns is None else _digest(pre_handle),
-        "post_h": None if row.columns is None else _digest(post_handle),
-        "hkind": hkind, "row_id": row.row_id or 0,
-        "pre": None if pre is None else orjson.dumps(dict(zip(pre[0], pre[1]))).decode(),
-        "post": None if post is None else orjson.dumps(dict(zip(post[0], post[1]))).decode(),
-        "marks": orjson.dumps(marks).decode() if marks else None, "info": ident, "hko": row.handle_key_only,
-    }
+    op = row.op
+    values["kind"] = "row"
+    values["tkey"] = f"{row.schema}\x00{row.table}"
+    values["ts"] = row.commit_ts
+    values["op"] = _OP_VALUE[op]
+    values["rank"] = _RANK[op]
+    values["ident"] = _digest(identity)
+    values["pre_h"] = None if pre_image is None else _digest(pre_handle)
+    values["post_h"] = None if post_image is None else _digest(post_handle)
+    values["hkind"] = hkind
+    values["row_id"] = row.row_id or 0
+    values["pre"] = pre
+    values["post"] = post
+    values["marks"] = _dumps(marks).decode() if marks else None
+    values["info"] = ident
+    values["hko"] = row.handle_key_only
 
 
 def held_values(row: RowChange) -> dict[str, Any]:
@@ -369,12 +393,18 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
         return 0
     rows = 0
     for index, event in enumerate(events):
-        here = {**where, "idx": index, "rb": seen[4], "seg": seen[3]}
+        here = where.copy()
+        here["idx"] = index
+        here["rb"] = seen[4]
+        here["seg"] = seen[3]
         if isinstance(event, RowChange):
-            if event.table_info is None or not event.table_info.columns:
-                out.add({**here, **held_values(event)})
+            info = event.table_info
+            if info is None or not info.columns:
+                here.update(held_values(event))
             else:
-                out.add({**here, **change_values(event, infos, overrides.key_for(event.schema, event.table))})
+                _fill_change(here, event, infos, overrides.key_for(event.schema, event.table) if overrides.keys
+                             else None)
+            out.rows.append(here)
             rows += 1
         elif isinstance(event, Bootstrap):
             out.add({**here, "kind": "boot", "raw_value": pickle.dumps(event)})
