@@ -175,7 +175,22 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None,
 
 
 _OP_VALUE: Final = {op: op.value for op in Op}
+_OP_REPR: Final = {op: repr(op.value) for op in Op}
 _RANK: Final = dict(OP_RANK)
+#: (schema, table) → ``"'schema', 'table'"``: the start of a change identity's repr (bounded, cleared when full).
+_NAME_REPRS: dict[tuple[str, str], str] = {}
+
+
+def _identity_digest(row: RowChange, pre_repr: str, post_repr: str) -> bytes:
+    # _digest(change_identity(row)), with the handles' reprs the handle digests made: a tuple's repr is its
+    # items' reprs, comma-separated in parentheses (tests/spark/test_change_fields.py holds it to the tuple's).
+    names = _NAME_REPRS.get((row.schema, row.table))
+    if names is None:
+        if len(_NAME_REPRS) >= 4096:
+            _NAME_REPRS.clear()
+        names = _NAME_REPRS[(row.schema, row.table)] = f"{row.schema!r}, {row.table!r}"
+    text = f"({names}, {row.physical_table_id!r}, {row.commit_ts!r}, {_OP_REPR[row.op]}, {pre_repr}, {post_repr})"
+    return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] | None,
@@ -188,7 +203,8 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
         ident, text = info_id(info)
         if infos is not None and ident not in infos:
             infos[ident] = text
-    identity, pre_handle, post_handle = identity_and_handles(row)
+    _identity, pre_handle, post_handle = identity_and_handles(row)
+    pre_repr, post_repr = repr(pre_handle), repr(post_handle)
     pre_image, post_image = row.pre_columns, row.columns
     if key is None:
         # The identity's handles (None for an absent image) are the net change's too: an image of
@@ -196,9 +212,13 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
         keyed = (bool(handle_columns(info)) and (post_handle is None or post_handle[0] == "key")  # type: ignore[index]
                  and (pre_handle is None or pre_handle[0] == "key"))  # type: ignore[index]
         hkind = "key" if keyed else "rowid" if row.row_id else "image"
+        pre_h = None if pre_image is None else _blake2b(pre_repr.encode("utf-8", "surrogatepass"),
+                                                        digest_size=16).digest()
+        post_h = None if post_image is None else _blake2b(post_repr.encode("utf-8", "surrogatepass"),
+                                                          digest_size=16).digest()
     else:
-        pre_handle = None if pre_image is None else _override_handle(row, pre_image, key)
-        post_handle = None if post_image is None else _override_handle(row, post_image, key)
+        pre_h = None if pre_image is None else _digest(_override_handle(row, pre_image, key))
+        post_h = None if post_image is None else _digest(_override_handle(row, post_image, key))
         hkind = _override_kind(row, key)
     op = row.op
     values["kind"] = "row"
@@ -206,9 +226,9 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
     values["ts"] = row.commit_ts
     values["op"] = _OP_VALUE[op]
     values["rank"] = _RANK[op]
-    values["ident"] = _digest(identity)
-    values["pre_h"] = None if pre_image is None else _digest(pre_handle)
-    values["post_h"] = None if post_image is None else _digest(post_handle)
+    values["ident"] = _identity_digest(row, pre_repr, post_repr)
+    values["pre_h"] = pre_h
+    values["post_h"] = post_h
     values["hkind"] = hkind
     values["row_id"] = row.row_id or 0
     values["pre"] = pre
