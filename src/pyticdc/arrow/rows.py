@@ -73,7 +73,7 @@ import gc
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 import orjson
@@ -315,11 +315,20 @@ def row_images(event: RowChange) -> tuple[_Image | None, _Image | None, list[str
 
     Exactly what :class:`EventRowBuilder` puts in ``columns``, ``pre_columns`` and ``base64_columns``.
     """
+    return _rendered_images(event, row_text)
+
+
+_Rendered = TypeVar("_Rendered")
+
+
+def _rendered_images(event: RowChange, render: Callable[[Row, frozenset[str], list[str]], _Rendered]) -> tuple[
+        _Rendered | None, _Rendered | None, list[str]]:
+    # Post- and pre-image by ``render`` (row_text or row_json), the names either renders as base64.
     info = event.table_info
     binary = _table_text(info).binary if info is not None else _NO_NAMES
     names: list[str] = []
-    post = None if event.columns is None else row_text(event.columns, binary, names)
-    pre = None if event.pre_columns is None else row_text(event.pre_columns, binary, names)
+    post = None if event.columns is None else render(event.columns, binary, names)
+    pre = None if event.pre_columns is None else render(event.pre_columns, binary, names)
     return post, pre, names
 
 
@@ -338,12 +347,7 @@ def row_json(
 
 def row_images_json(event: RowChange) -> tuple[str | None, str | None, list[str]]:
     """``row_images`` with each image as its JSON object text (``row_json``)."""
-    info = event.table_info
-    binary = _table_text(info).binary if info is not None else _NO_NAMES
-    names: list[str] = []
-    post = None if event.columns is None else row_json(event.columns, binary, names)
-    pre = None if event.pre_columns is None else row_json(event.pre_columns, binary, names)
-    return post, pre, names
+    return _rendered_images(event, row_json)
 
 
 # --------------------------------------------------------------------------- row building

@@ -835,6 +835,39 @@ value_text(PyObject *name, PyObject *value, PyObject *binary, int *base64)
     return PyObject_Str(value);
 }
 
+/* The arguments of row_text and row_json: (dict, set, list | None); 0, or -1 with a TypeError set. */
+static int
+image_arguments(const char *signature, PyObject *const *args, PyObject **row, PyObject **binary, PyObject **names)
+{
+    *row = args[0];
+    *binary = args[1];
+    *names = args[2];
+    if (!PyDict_Check(*row) || !PyAnySet_Check(*binary) || (*names != Py_None && !PyList_Check(*names))) {
+        PyErr_SetString(PyExc_TypeError, signature);
+        return -1;
+    }
+    return 0;
+}
+
+/* The canonical text of one value (value_text), its name appended once to ``names`` (a list, or None) when
+ * the text is base64; NULL with an error set. The caller holds a reference to ``name``. */
+static PyObject *
+named_text(PyObject *name, PyObject *value, PyObject *binary, PyObject *names)
+{
+    int base64;
+    /* Owned while str() of an odd value may run Python code. */
+    Py_INCREF(value);
+    PyObject *text = value_text(name, value, binary, &base64);
+    Py_DECREF(value);
+    if (text != NULL && base64 && names != Py_None) {
+        int known = PySequence_Contains(names, name);
+        if (known < 0 || (!known && PyList_Append(names, name) < 0)) {
+            Py_CLEAR(text);
+        }
+    }
+    return text;
+}
+
 PyDoc_STRVAR(row_text_doc,
 "row_text(row, binary, base64_names, /)\n--\n\n"
 "Keys and canonical texts of a row image (pyticdc.arrow.rows.row_text): str and None as they are, int "
@@ -846,9 +879,8 @@ row_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
     CHECK_NARGS("row_text", 3);
-    PyObject *row = args[0], *binary = args[1], *names = args[2];
-    if (!PyDict_Check(row) || !PyAnySet_Check(binary) || (names != Py_None && !PyList_Check(names))) {
-        PyErr_SetString(PyExc_TypeError, "row_text(dict, frozenset, list | None)");
+    PyObject *row, *binary, *names;
+    if (image_arguments("row_text(dict, frozenset, list | None)", args, &row, &binary, &names) < 0) {
         return NULL;
     }
     Py_ssize_t count = PyDict_GET_SIZE(row);
@@ -864,12 +896,8 @@ row_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_RuntimeError, "row_text: the row changed size");
             goto fail;
         }
-        int base64;
-        /* Owned while str() of an odd value may run Python code. */
         Py_INCREF(name);
-        Py_INCREF(value);
-        PyObject *text = value_text(name, value, binary, &base64);
-        Py_DECREF(value);
+        PyObject *text = named_text(name, value, binary, names);
         if (text == NULL) {
             Py_DECREF(name);
             goto fail;
@@ -877,12 +905,6 @@ row_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyList_SET_ITEM(keys, i, name);
         PyList_SET_ITEM(texts, i, text);
         i++;
-        if (base64 && names != Py_None) {
-            int known = PySequence_Contains(names, name);
-            if (known < 0 || (!known && PyList_Append(names, name) < 0)) {
-                goto fail;
-            }
-        }
     }
     if (i != count) {
         PyErr_SetString(PyExc_RuntimeError, "row_text: the row changed size");
@@ -909,9 +931,8 @@ row_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
     CHECK_NARGS("row_json", 3);
-    PyObject *row = args[0], *binary = args[1], *names = args[2];
-    if (!PyDict_Check(row) || !PyAnySet_Check(binary) || (names != Py_None && !PyList_Check(names))) {
-        PyErr_SetString(PyExc_TypeError, "row_json(dict, frozenset, list | None)");
+    PyObject *row, *binary, *names;
+    if (image_arguments("row_json(dict, frozenset, list | None)", args, &row, &binary, &names) < 0) {
         return NULL;
     }
     Out out;
@@ -924,12 +945,8 @@ row_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             result = -2;  /* a changing row or a name that is no str: the Python form words it */
             break;
         }
-        int base64;
-        /* Owned while str() of an odd value may run Python code. */
         Py_INCREF(name);
-        Py_INCREF(value);
-        PyObject *text = value_text(name, value, binary, &base64);
-        Py_DECREF(value);
+        PyObject *text = named_text(name, value, binary, names);
         if (text == NULL) {
             Py_DECREF(name);
             result = -1;
@@ -948,12 +965,6 @@ row_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             result = text == Py_None ? out_put(&out, "null", 4) : json_str(&out, text, 0);
         }
         Py_DECREF(text);
-        if (result == 0 && base64 && names != Py_None) {
-            int known = PySequence_Contains(names, name);
-            if (known < 0 || (!known && PyList_Append(names, name) < 0)) {
-                result = -1;
-            }
-        }
         Py_DECREF(name);
         written++;
     }
