@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_replication.py [--rows 100000,1000000] [--tables 10] [--engine distributed]
     .venv/bin/python benchmarks/bench_replication.py --scaling --rows 1000000    # local[1] vs local[2], ratio, RSS
-    .venv/bin/python benchmarks/bench_replication.py --scaling --rows 1000000 --warmup-rows 100000   # both warm
+    .venv/bin/python benchmarks/bench_replication.py --scaling --rows 1000000 --warmup-rows 0   # pyticdc cold
 
 For each size a seeded OLTP workload (``--tables`` tables of 7 columns: BIGINT key, INT, VARCHAR, DECIMAL,
 DATETIME(6), TINYINT, TEXT; 55% inserts, 35% updates, 10% deletes in transactions of 1-5 rows; a resolved
@@ -427,10 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scaling", action="store_true",
                         help="the distributed engine on local[1] and local[2] (subprocesses) and the MERGE baseline; "
                              "ends with the scaling, ratio and driver peak RSS lines")
-    parser.add_argument("--warmup-rows", type=int, default=0,
+    parser.add_argument("--warmup-rows", type=int, default=100_000,
                         help="--scaling: first run both pipelines on a capture of this many row changes in the same "
-                             "JVM, so both are measured warm (default 0: pyticdc runs first, on a cold JVM, and the "
-                             "baseline after it)")
+                             "JVM, so both are measured warm (default 100000). With 0, pyticdc runs first on a cold "
+                             "JVM and the baseline after it, on the JVM pyticdc warmed")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
