@@ -90,7 +90,11 @@ _dumps: Final = orjson.dumps
 
 def _digest(value: Any) -> bytes:
     # repr is exact for the handle values (int, str, bytes, None, floats): equal handles, equal digests.
-    return _blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return _text_digest(repr(value))
+
+
+def _text_digest(text: str) -> bytes:
+    return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 _INFO_IDS: dict[int, tuple[TableInfo, str, str]] = {}
@@ -189,8 +193,8 @@ def _identity_digest(row: RowChange, pre_repr: str, post_repr: str) -> bytes:
         if len(_NAME_REPRS) >= 4096:
             _NAME_REPRS.clear()
         names = _NAME_REPRS[(row.schema, row.table)] = f"{row.schema!r}, {row.table!r}"
-    text = f"({names}, {row.physical_table_id!r}, {row.commit_ts!r}, {_OP_REPR[row.op]}, {pre_repr}, {post_repr})"
-    return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return _text_digest(f"({names}, {row.physical_table_id!r}, {row.commit_ts!r}, {_OP_REPR[row.op]}, {pre_repr}, "
+                        f"{post_repr})")
 
 
 def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] | None,
@@ -212,17 +216,15 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
         keyed = (bool(handle_columns(info)) and (post_handle is None or post_handle[0] == "key")  # type: ignore[index]
                  and (pre_handle is None or pre_handle[0] == "key"))  # type: ignore[index]
         hkind = "key" if keyed else "rowid" if row.row_id else "image"
-        pre_h = None if pre_image is None else _blake2b(pre_repr.encode("utf-8", "surrogatepass"),
-                                                        digest_size=16).digest()
-        post_h = None if post_image is None else _blake2b(post_repr.encode("utf-8", "surrogatepass"),
-                                                          digest_size=16).digest()
+        pre_h = None if pre_image is None else _text_digest(pre_repr)
+        post_h = None if post_image is None else _text_digest(post_repr)
     else:
         pre_h = None if pre_image is None else _digest(_override_handle(row, pre_image, key))
         post_h = None if post_image is None else _digest(_override_handle(row, post_image, key))
         hkind = _override_kind(row, key)
     op = row.op
     values["kind"] = "row"
-    values["tkey"] = f"{row.schema}\x00{row.table}"
+    values["tkey"] = tkey(row.schema, row.table)
     values["ts"] = row.commit_ts
     values["op"] = _OP_VALUE[op]
     values["rank"] = _RANK[op]
