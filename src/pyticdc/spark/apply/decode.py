@@ -359,6 +359,10 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
         yield out.batch()
 
 
+_DICTIONARY_COLUMNS: Final = ["kind", "topic", "tkey", "op", "hkind", "info"]
+_STATISTICS_COLUMNS: Final = ["partition", "offset", "ts"]
+
+
 def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol: str, options: Mapping[str, str],
                     start: Mapping[tuple[str, int], int], batch_rows: int = 8192,
                     keys: Keys = ()) -> Iterator[pa.RecordBatch]:
@@ -384,7 +388,10 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
                 if writer is None:
                     os.makedirs(directory, exist_ok=True)
                     # Uncompressed: a scratch file, read by this batch's later stages and removed with its commit.
-                    writer = pq.ParquetWriter(path, DECODED_SCHEMA, compression="none")
+                    # Dictionaries only for the few-valued columns and statistics only for the positions and
+                    # commit ts: on digests and images both are work the readers never use.
+                    writer = pq.ParquetWriter(path, DECODED_SCHEMA, compression="none",
+                                              use_dictionary=_DICTIONARY_COLUMNS, write_statistics=_STATISTICS_COLUMNS)
                 writer.write_batch(rows)
                 written += rows.num_rows
             meta = batch.filter(pc.invert(is_change))
