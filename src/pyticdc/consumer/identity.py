@@ -9,6 +9,7 @@ from typing import Final
 from pyticdc.model import ColumnFlag, Op, Row, RowChange, TableInfo
 
 __all__ = ["OP_RANK", "ChangeIdentity", "change_identity", "handle_columns", "identity_and_handles", "image_handle",
+           "image_handles",
            "table_name"]
 
 #: Apply order of the operations of one commit ts (TiCDC ``TrySplitAndSortUpdateEvent``: delete < update < insert).
@@ -81,9 +82,13 @@ def change_identity(row: RowChange) -> ChangeIdentity:
     return identity_and_handles(row)[0]
 
 
+def image_handles(row: RowChange) -> tuple[Hashable, Hashable]:
+    """The handles of ``row``'s pre- and post-image (``image_handle``), the table's handle columns found once."""
+    columns = handle_columns(row.table_info)
+    return _handle(row, row.pre_columns, columns), _handle(row, row.columns, columns)
+
+
 def identity_and_handles(row: RowChange) -> tuple[ChangeIdentity, Hashable, Hashable]:
     """``change_identity(row)`` and the handles of its pre- and post-image (``image_handle``), found once."""
-    columns = handle_columns(row.table_info)
-    pre = _handle(row, row.pre_columns, columns)
-    post = _handle(row, row.columns, columns)
+    pre, post = image_handles(row)
     return (row.schema, row.table, row.physical_table_id, row.commit_ts, row.op.value, pre, post), pre, post

@@ -29,7 +29,7 @@ import orjson
 import pyarrow as pa
 
 from pyticdc.arrow.rows import collector_paused, new_decoder, row_images_json, table_info_json
-from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, identity_and_handles
+from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, image_handles
 from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
 from pyticdc.spark.worker import prepare_task
@@ -84,17 +84,13 @@ def tkey(schema: str, table: str) -> str:
     return f"{schema}\x00{table}"
 
 
-_blake2b: Final = hashlib.blake2b
-_dumps: Final = orjson.dumps
-
-
 def _digest(value: Any) -> bytes:
     # repr is exact for the handle values (int, str, bytes, None, floats): equal handles, equal digests.
     return _text_digest(repr(value))
 
 
 def _text_digest(text: str) -> bytes:
-    return _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 _INFO_IDS: dict[int, tuple[TableInfo, str, str]] = {}
@@ -180,7 +176,6 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None,
 
 _OP_VALUE: Final = {op: op.value for op in Op}
 _OP_REPR: Final = {op: repr(op.value) for op in Op}
-_RANK: Final = dict(OP_RANK)
 #: (schema, table) → ``"'schema', 'table'"``: the start of a change identity's repr (bounded, cleared when full).
 _NAME_REPRS: dict[tuple[str, str], str] = {}
 
@@ -207,7 +202,7 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
         ident, text = info_id(info)
         if infos is not None and ident not in infos:
             infos[ident] = text
-    _identity, pre_handle, post_handle = identity_and_handles(row)
+    pre_handle, post_handle = image_handles(row)
     pre_repr, post_repr = repr(pre_handle), repr(post_handle)
     pre_image, post_image = row.pre_columns, row.columns
     if key is None:
@@ -227,7 +222,7 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
     values["tkey"] = tkey(row.schema, row.table)
     values["ts"] = row.commit_ts
     values["op"] = _OP_VALUE[op]
-    values["rank"] = _RANK[op]
+    values["rank"] = OP_RANK[op]
     values["ident"] = _identity_digest(row, pre_repr, post_repr)
     values["pre_h"] = pre_h
     values["post_h"] = post_h
@@ -235,7 +230,7 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
     values["row_id"] = row.row_id or 0
     values["pre"] = pre
     values["post"] = post
-    values["marks"] = _dumps(marks).decode() if marks else None
+    values["marks"] = orjson.dumps(marks).decode() if marks else None
     values["info"] = ident
     values["hko"] = row.handle_key_only
 
