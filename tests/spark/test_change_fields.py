@@ -1,18 +1,23 @@
 """The change-row fields the distributed decode writes (``change_values``) keep the consumer's meanings:
-the identity is ``change_identity``'s, the handles ``image_handle``'s, the handle kind what the images hold."""
+the identity is ``change_identity``'s, the handles ``image_handle``'s, the handle kind what the images hold.
+Each test runs with the C digests (``_native.change_digests``) and with the pure-Python form."""
 
 from __future__ import annotations
 
 import hashlib
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyticdc.codec import _fastpath
 from pyticdc.consumer.identity import change_identity, handle_columns, image_handle
 from pyticdc.model import Row, RowChange
 from pyticdc.spark.apply.decode import change_values
 from strategies import row_changes
+
+pytestmark = pytest.mark.usefixtures("fast_path_form")
 
 
 def _digest(value: Any) -> bytes:
@@ -54,3 +59,56 @@ def test_the_identity_digest_is_the_identity_tuples_whatever_the_names(
         row = RowChange(**{**{f: getattr(row, f) for f in row.__struct_fields__}, "schema": schema, "table": table,
                            "physical_table_id": physical_table_id, "commit_ts": commit_ts})
         assert change_values(row)["ident"] == _digest(change_identity(row))
+
+
+class _Looked(dict):  # type: ignore[type-arg]
+    """A dict whose item lookup is its own: the C digests must leave it to Python."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return "looked"
+
+
+_VALUES = st.one_of(st.none(), st.integers(), st.text(), st.binary(), st.floats(allow_nan=True),
+                    st.decimals(allow_nan=False), st.booleans())
+
+
+@settings(max_examples=200)
+@given(columns=st.lists(st.text(max_size=3), min_size=1, max_size=3, unique=True), data=st.data(),
+       schema=st.text(), table=st.text(), table_id=st.integers(-(1 << 63), 1 << 63), commit_ts=st.integers(0, 1 << 64),
+       op=st.sampled_from(["insert", "update", "delete"]))
+def test_c_change_digests_are_the_reprs_digests(columns: list[str], data: st.DataObject, schema: str, table: str,
+                                                 table_id: int, commit_ts: int, op: str) -> None:
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form has no C digests")
+    images: list[Row | None] = []
+    for _ in range(2):
+        image = data.draw(st.one_of(st.none(), st.fixed_dictionaries({name: _VALUES for name in columns},
+                                                                      optional={"other": _VALUES})))
+        if image is not None and data.draw(st.booleans()):
+            image.pop(data.draw(st.sampled_from(columns)))  # an old image without a key column: Python's to judge
+        images.append(None if image is None else Row(image))
+    pre, post = images
+    found = helpers.change_digests(f"{schema!r}, {table!r}", table_id, commit_ts, repr(op), pre, post, tuple(columns),
+                                   hashlib.blake2b)
+    if any(image is not None and not all(name in image for name in columns) for image in images):
+        assert found is None
+        return
+    handles = [None if image is None else ("key", tuple(image[name] for name in columns)) for image in images]
+    assert found == (_digest((schema, table, table_id, commit_ts, op, *handles)),
+                     None if pre is None else _digest(handles[0]), None if post is None else _digest(handles[1]))
+
+
+def test_c_change_digests_decline_what_only_python_may_judge() -> None:
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form has no C digests")
+    args = ("'s', 't'", 1, 2, "'insert'")
+    keyed = Row({"id": 1})
+    assert helpers.change_digests(*args, keyed, Row({"name": "x"}), ("id",), hashlib.blake2b) is None  # no key column
+    assert helpers.change_digests(*args, None, _Looked({"id": 1}), ("id",), hashlib.blake2b) is None  # own lookup
+    assert helpers.change_digests(*args, None, [("id", 1)], ("id",), hashlib.blake2b) is None  # not a dict
+    assert helpers.change_digests(*args, None, keyed, (), hashlib.blake2b) is None  # no handle columns
+    assert helpers.change_digests(*args, None, {"id": 1}, ("id",), hashlib.blake2b) is not None
+    with pytest.raises(TypeError):
+        helpers.change_digests(*args, None, keyed, ["id"], hashlib.blake2b)  # a wrong call: a bug, not the input

@@ -1417,6 +1417,144 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out_finish(&out, result);
 }
 
+/* ------------------------------------------------------------------ change-row digests */
+
+static PyObject *digest_kwnames; /* ("digest_size",) */
+static PyObject *digest_size;    /* 16 */
+static PyObject *digest_method;  /* "digest" */
+static PyObject *key_kind;       /* "key" */
+static PyObject *getitem_name;   /* "__getitem__" */
+static PyObject *dict_getitem;   /* dict.__getitem__ */
+
+/* blake2b(text as UTF-8 with surrogates passed, digest_size=16).digest() */
+static PyObject *
+text_digest(PyObject *blake2b, PyObject *text)
+{
+    PyObject *data = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+    if (data == NULL) {
+        return NULL;
+    }
+    PyObject *call[2] = {data, digest_size};
+    PyObject *hash = PyObject_Vectorcall(blake2b, call, 1, digest_kwnames);
+    Py_DECREF(data);
+    if (hash == NULL) {
+        return NULL;
+    }
+    PyObject *digest = PyObject_CallMethodNoArgs(hash, digest_method);
+    Py_DECREF(hash);
+    return digest;
+}
+
+/* An image's handle ``('key', (values...))``, None for no image; -2 = a decline (not a dict, a key column
+ * missing: the Python form's row id and whole-image handles). */
+static int
+key_handle(PyObject *image, PyObject *columns, PyObject **handle)
+{
+    if (image == Py_None) {
+        Py_INCREF(Py_None);
+        *handle = Py_None;
+        return 0;
+    }
+    /* A dict, or a subclass (Row) whose item lookup is dict's: a missing key declines, so __missing__ never
+     * matters. */
+    if (!PyDict_Check(image)) {
+        return -2;
+    }
+    if (!PyDict_CheckExact(image)) {
+        PyObject *lookup = PyObject_GetAttr((PyObject *)Py_TYPE(image), getitem_name);
+        if (lookup == NULL) {
+            return -1;
+        }
+        Py_DECREF(lookup);
+        if (lookup != dict_getitem) {
+            return -2;
+        }
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(columns);
+    PyObject *values = PyTuple_New(count);
+    if (values == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(columns, i));
+        if (value == NULL) {
+            Py_DECREF(values);
+            return PyErr_Occurred() ? -1 : -2;
+        }
+        Py_INCREF(value);
+        PyTuple_SET_ITEM(values, i, value);
+    }
+    *handle = PyTuple_Pack(2, key_kind, values);
+    Py_DECREF(values);
+    return *handle == NULL ? -1 : 0;
+}
+
+PyDoc_STRVAR(change_digests_doc,
+"change_digests(names, table_id, commit_ts, op, pre, post, columns, blake2b, /)\n--\n\n"
+"The digests of a change row whose images are keyed by ``columns``: (identity, pre-image handle or None, "
+"post-image handle or None), each blake2b(repr(...), digest_size=16) of the UTF-8 text, the identity's text "
+"``(names, table_id, commit_ts, op, pre handle, post handle)`` with ``names`` and ``op`` already reprs. None "
+"(a decline) when an image lacks a key column or is not a dict.");
+
+static PyObject *
+change_digests(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    CHECK_NARGS("change_digests", 8);
+    PyObject *names = args[0], *table_id = args[1], *commit_ts = args[2], *op = args[3];
+    PyObject *pre = args[4], *post = args[5], *columns = args[6], *blake2b = args[7];
+    if (!PyUnicode_Check(names) || !PyUnicode_Check(op) || !PyTuple_Check(columns) || !PyCallable_Check(blake2b)) {
+        return malformed("change_digests");
+    }
+    if (PyTuple_GET_SIZE(columns) == 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *pre_handle = NULL, *post_handle = NULL, *pre_repr = NULL, *post_repr = NULL, *text = NULL;
+    PyObject *ident = NULL, *pre_digest = NULL, *post_digest = NULL, *result = NULL;
+    int found = key_handle(pre, columns, &pre_handle);
+    if (found == 0) {
+        found = key_handle(post, columns, &post_handle);
+    }
+    if (found == -2) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    if (found < 0 || (pre_repr = PyObject_Repr(pre_handle)) == NULL
+        || (post_repr = PyObject_Repr(post_handle)) == NULL) {
+        goto done;
+    }
+    text = PyUnicode_FromFormat("(%U, %R, %R, %U, %U, %U)", names, table_id, commit_ts, op, pre_repr, post_repr);
+    if (text == NULL || (ident = text_digest(blake2b, text)) == NULL) {
+        goto done;
+    }
+    if (pre == Py_None) {
+        Py_INCREF(Py_None);
+        pre_digest = Py_None;
+    }
+    else if ((pre_digest = text_digest(blake2b, pre_repr)) == NULL) {
+        goto done;
+    }
+    if (post == Py_None) {
+        Py_INCREF(Py_None);
+        post_digest = Py_None;
+    }
+    else if ((post_digest = text_digest(blake2b, post_repr)) == NULL) {
+        goto done;
+    }
+    result = PyTuple_Pack(3, ident, pre_digest, post_digest);
+done:
+    Py_XDECREF(pre_handle);
+    Py_XDECREF(post_handle);
+    Py_XDECREF(pre_repr);
+    Py_XDECREF(post_repr);
+    Py_XDECREF(text);
+    Py_XDECREF(ident);
+    Py_XDECREF(pre_digest);
+    Py_XDECREF(post_digest);
+    return result;
+}
+
 static PyMethodDef native_methods[] = {
     {"craft_image", (PyCFunction)(void (*)(void))craft_image, METH_FASTCALL, craft_image_doc},
     {"simple_json_row", (PyCFunction)(void (*)(void))simple_json_row, METH_FASTCALL, simple_json_row_doc},
@@ -1425,6 +1563,7 @@ static PyMethodDef native_methods[] = {
     {"avro_image", (PyCFunction)(void (*)(void))avro_image, METH_FASTCALL, avro_image_doc},
     {"canal_image", (PyCFunction)(void (*)(void))canal_image, METH_FASTCALL, canal_image_doc},
     {"avro_row_image", (PyCFunction)(void (*)(void))avro_row_image, METH_FASTCALL, avro_row_image_doc},
+    {"change_digests", (PyCFunction)(void (*)(void))change_digests, METH_FASTCALL, change_digests_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1444,5 +1583,15 @@ PyMODINIT_FUNC
 PyInit__native(void)
 {
     init_json_plain();
+    digest_kwnames = Py_BuildValue("(s)", "digest_size");
+    digest_size = PyLong_FromLong(16);
+    digest_method = PyUnicode_InternFromString("digest");
+    key_kind = PyUnicode_InternFromString("key");
+    getitem_name = PyUnicode_InternFromString("__getitem__");
+    dict_getitem = getitem_name == NULL ? NULL : PyObject_GetAttr((PyObject *)&PyDict_Type, getitem_name);
+    if (digest_kwnames == NULL || digest_size == NULL || digest_method == NULL || key_kind == NULL
+        || dict_getitem == NULL) {
+        return NULL;
+    }
     return PyModule_Create(&native_module);
 }

@@ -29,3 +29,9 @@ def canal_image(image: Any, plan: tuple[Any, ...], /) -> bytes | None:
 
 def avro_row_image(image: Any, plan: tuple[Any, ...], location: bytes, /) -> bytes | None:
     """A Simple-Avro row image's map as TiCDC writes it, or None (a decline)."""
+
+def change_digests(
+    names: str, table_id: int, commit_ts: int, op: str, pre: dict[str, Any] | None, post: dict[str, Any] | None,
+    columns: tuple[str, ...], blake2b: Any, /
+) -> tuple[bytes, bytes | None, bytes | None] | None:
+    """A keyed change row's identity and handle digests, or None (a decline)."""

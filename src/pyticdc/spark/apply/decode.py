@@ -29,6 +29,7 @@ import orjson
 import pyarrow as pa
 
 from pyticdc.arrow.rows import collector_paused, new_decoder, row_images_json, table_info_json
+from pyticdc.codec._fastpath import native
 from pyticdc.consumer.identity import OP_RANK, change_identity, handle_columns, image_handles
 from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
@@ -169,9 +170,7 @@ def change_values(row: RowChange, infos: dict[str, str] | None = None,
     ``key``: the table's ``--table-key`` columns; the handles (net change, MERGE) are then theirs, while the
     change identity (de-duplication) stays the consumer's, from what the message names.
     """
-    values: dict[str, Any] = {}
-    _fill_change(values, row, infos, key)
-    return values
+    return {"kind": "row", **dict(zip(_CHANGE_FIELDS, _change_fields(row, infos, key)))}
 
 
 _OP_VALUE: Final = {op: op.value for op in Op}
@@ -180,21 +179,33 @@ _OP_REPR: Final = {op: repr(op.value) for op in Op}
 _NAME_REPRS: dict[tuple[str, str], str] = {}
 
 
-def _identity_digest(row: RowChange, pre_repr: str, post_repr: str) -> bytes:
-    # _digest(change_identity(row)), with the handles' reprs the handle digests made: a tuple's repr is its
-    # items' reprs, comma-separated in parentheses (tests/spark/test_change_fields.py holds it to the tuple's).
+def _names_repr(row: RowChange) -> str:
+    # The start of the change identity's repr, cached per table.
     names = _NAME_REPRS.get((row.schema, row.table))
     if names is None:
         if len(_NAME_REPRS) >= 4096:
             _NAME_REPRS.clear()
         names = _NAME_REPRS[(row.schema, row.table)] = f"{row.schema!r}, {row.table!r}"
-    return _text_digest(f"({names}, {row.physical_table_id!r}, {row.commit_ts!r}, {_OP_REPR[row.op]}, {pre_repr}, "
-                        f"{post_repr})")
+    return names
 
 
-def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] | None,
-                 key: tuple[str, ...] | None) -> None:
-    # change_values into a dict the caller made (decode_records' per-record path: one dict per row, no merges).
+def _identity_digest(row: RowChange, pre_repr: str, post_repr: str) -> bytes:
+    # _digest(change_identity(row)), with the handles' reprs the handle digests made: a tuple's repr is its
+    # items' reprs, comma-separated in parentheses (tests/spark/test_change_fields.py holds it to the tuple's).
+    return _text_digest(f"({_names_repr(row)}, {row.physical_table_id!r}, {row.commit_ts!r}, {_OP_REPR[row.op]}, "
+                        f"{pre_repr}, {post_repr})")
+
+
+#: The fields of :func:`_change_fields`, in its order.
+_CHANGE_FIELDS: Final = ("tkey", "ts", "op", "rank", "ident", "pre_h", "post_h", "hkind", "row_id", "pre", "post",
+                         "marks", "info", "hko")
+#: The columns of a change row as decode_records collects it: its position, then :data:`_CHANGE_FIELDS`.
+_CHANGE_COLUMNS: Final = ("topic", "partition", "offset", "idx", "rb", "seg", *_CHANGE_FIELDS)
+
+
+def _change_fields(row: RowChange, infos: dict[str, str] | None,
+                   key: tuple[str, ...] | None) -> tuple[Any, ...]:
+    # change_values as a tuple: decode_records keeps a change row as one tuple, turned into columns per batch.
     post, pre, marks = row_images_json(row)
     info = row.table_info
     ident = ""
@@ -202,37 +213,36 @@ def _fill_change(values: dict[str, Any], row: RowChange, infos: dict[str, str] |
         ident, text = info_id(info)
         if infos is not None and ident not in infos:
             infos[ident] = text
-    pre_handle, post_handle = image_handles(row)
-    pre_repr, post_repr = repr(pre_handle), repr(post_handle)
     pre_image, post_image = row.pre_columns, row.columns
-    if key is None:
-        # The identity's handles (None for an absent image) are the net change's too: an image of
-        # every key column is keyed by it.
-        keyed = (bool(handle_columns(info)) and (post_handle is None or post_handle[0] == "key")  # type: ignore[index]
-                 and (pre_handle is None or pre_handle[0] == "key"))  # type: ignore[index]
-        hkind = "key" if keyed else "rowid" if row.row_id else "image"
-        pre_h = None if pre_image is None else _text_digest(pre_repr)
-        post_h = None if post_image is None else _text_digest(post_repr)
+    columns = handle_columns(info)
+    helpers = native()
+    # Images keyed by the table's handle columns, the common row: its three digests in one C call.
+    found = None if key is not None or not columns or helpers is None else helpers.change_digests(
+        _names_repr(row), row.physical_table_id, row.commit_ts, _OP_REPR[row.op], pre_image, post_image, columns,
+        hashlib.blake2b)
+    if found is not None:
+        ident_digest, pre_h, post_h = found
+        hkind = "key"
     else:
-        pre_h = None if pre_image is None else _digest(_override_handle(row, pre_image, key))
-        post_h = None if post_image is None else _digest(_override_handle(row, post_image, key))
-        hkind = _override_kind(row, key)
+        pre_handle, post_handle = image_handles(row)
+        pre_repr, post_repr = repr(pre_handle), repr(post_handle)
+        ident_digest = _identity_digest(row, pre_repr, post_repr)
+        if key is None:
+            # The identity's handles (None for an absent image) are the net change's too: an image of
+            # every key column is keyed by it.
+            keyed = (bool(columns) and (post_handle is None or post_handle[0] == "key")  # type: ignore[index]
+                     and (pre_handle is None or pre_handle[0] == "key"))  # type: ignore[index]
+            hkind = "key" if keyed else "rowid" if row.row_id else "image"
+            pre_h = None if pre_image is None else _text_digest(pre_repr)
+            post_h = None if post_image is None else _text_digest(post_repr)
+        else:
+            pre_h = None if pre_image is None else _digest(_override_handle(row, pre_image, key))
+            post_h = None if post_image is None else _digest(_override_handle(row, post_image, key))
+            hkind = _override_kind(row, key)
     op = row.op
-    values["kind"] = "row"
-    values["tkey"] = tkey(row.schema, row.table)
-    values["ts"] = row.commit_ts
-    values["op"] = _OP_VALUE[op]
-    values["rank"] = OP_RANK[op]
-    values["ident"] = _identity_digest(row, pre_repr, post_repr)
-    values["pre_h"] = pre_h
-    values["post_h"] = post_h
-    values["hkind"] = hkind
-    values["row_id"] = row.row_id or 0
-    values["pre"] = pre
-    values["post"] = post
-    values["marks"] = orjson.dumps(marks).decode() if marks else None
-    values["info"] = ident
-    values["hko"] = row.handle_key_only
+    return (tkey(row.schema, row.table), row.commit_ts, _OP_VALUE[op], OP_RANK[op],
+            ident_digest, pre_h, post_h, hkind, row.row_id or 0, pre, post,
+            orjson.dumps(marks).decode() if marks else None, ident, row.handle_key_only)
 
 
 def held_values(row: RowChange) -> dict[str, Any]:
@@ -280,29 +290,48 @@ def resolve_held(batches: Iterator[pa.RecordBatch], versions: Sequence[tuple[int
                                  f"{info.schema_version}: {exc}"})
                 continue
             out.add({**where, **change_values(resolved, key=overrides.key_for(row.schema, row.table))})
-        if out.size:
-            yield out.batch()
+        yield from out.batches()
 
 
 class _Out:
-    """Rows of the output batch (dicts: a missing field is null)."""
+    """Rows of the output batch: dicts (a missing field is null), and change rows as :data:`_CHANGE_COLUMNS` tuples."""
 
     def __init__(self) -> None:
         self.rows: list[Mapping[str, Any]] = []
+        self.changes: list[tuple[Any, ...]] = []
 
     @property
     def size(self) -> int:
         """Rows collected so far."""
-        return len(self.rows)
+        return len(self.rows) + len(self.changes)
 
     def add(self, values: Mapping[str, Any]) -> None:
         self.rows.append(values)
 
-    def batch(self) -> pa.RecordBatch:
-        # from_pylist builds the columns in C++: several times cheaper than appending to 24 lists per row.
-        batch = pa.RecordBatch.from_pylist(self.rows, schema=DECODED_SCHEMA)
-        self.rows = []
-        return batch
+    def batches(self) -> list[pa.RecordBatch]:
+        """The rows collected as batches (change rows first), and empties the collection."""
+        done = []
+        if self.changes:
+            done.append(_change_batch(self.changes))
+            self.changes = []
+        if self.rows:
+            # from_pylist builds the columns in C++: several times cheaper than appending to 24 lists per row.
+            done.append(pa.RecordBatch.from_pylist(self.rows, schema=DECODED_SCHEMA))
+            self.rows = []
+        return done
+
+
+_TYPES: Final = {field.name: field.type for field in DECODED_SCHEMA}
+
+
+def _change_batch(changes: list[tuple[Any, ...]]) -> pa.RecordBatch:
+    # Tuples → columns by zip in C, each column converted once: a dict per row and from_pylist's lookups by name
+    # cost about twice as much.
+    count = len(changes)
+    arrays = {name: pa.array(column, _TYPES[name]) for name, column in zip(_CHANGE_COLUMNS, zip(*changes))}
+    arrays["kind"] = pa.repeat(pa.scalar("row"), count)
+    return pa.RecordBatch.from_arrays(
+        [arrays[name] if name in arrays else pa.nulls(count, _TYPES[name]) for name in _NAMES], schema=DECODED_SCHEMA)
 
 
 def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Mapping[str, str],
@@ -329,9 +358,9 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
             data = batch.to_pydict()
             for key, value, topic, partition, offset in zip(data["key"], data["value"], data["topic"],
                                                             data["partition"], data["offset"]):
-                where = {"topic": topic, "partition": partition, "offset": offset, "idx": 0}
                 if partition < 0:
-                    out.add({**where, "kind": "line", "raw_key": key, "raw_value": value})
+                    out.add({"topic": topic, "partition": partition, "offset": offset, "idx": 0, "kind": "line",
+                             "raw_key": key, "raw_value": value})
                     continue
                 if offset < start.get((topic, partition), 0):
                     continue
@@ -340,9 +369,10 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
                     seen[5] = 0  # the carried resolved ts would be wrong: the driver marks in Python instead
                 seen[0] += 1
                 seen[1] = max(seen[1], offset)
-                seen[2] += _decode_one(decoder, protocol, key, value, where, out, infos, seen, overrides)
+                seen[2] += _decode_one(decoder, protocol, key, value, (topic, partition, offset), out, infos, seen,
+                                       overrides)
                 if out.size >= batch_rows:
-                    done.append(out.batch())
+                    done.extend(out.batches())
         yield from done
     for ident, text in infos.items():
         out.add({"kind": "info", "info": ident, "text": text})
@@ -350,8 +380,7 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
         # Records read (ts), the last offset and the row events decoded (row_id) of each partition.
         out.add({"kind": "part", "topic": topic, "partition": partition, "offset": last, "ts": count,
                  "row_id": rows, "seg": first, "rb": high, "text": None if ordered else "unordered"})
-    if out.size:
-        yield out.batch()
+    yield from out.batches()
 
 
 _DICTIONARY_COLUMNS: Final = ["kind", "topic", "tkey", "op", "hkind", "info"]
@@ -399,7 +428,7 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
         yield pa.RecordBatch.from_pylist([{"kind": "file", "text": path, "ts": written}], schema=DECODED_SCHEMA)
 
 
-def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | None, where: dict[str, Any],
+def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | None, where: tuple[str, int, int],
                 out: _Out, infos: dict[str, str], seen: list[int], overrides: KeyOverrides) -> int:
     reason = ""
     events: list[Any] = []
@@ -412,24 +441,23 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
     if not reason and any(isinstance(e, RowChange) and (not e.table or e.commit_ts <= 0) for e in events):
         # The consumer engine's rule: a row of no table or no commit ts means the record is not this protocol.
         reason = f"{protocol}: a row naming no table or no commit ts is not a change (is the protocol right?)"
+    topic, partition, offset = where
     if reason:
-        out.add({**where, "kind": "error", "text": reason, "raw_key": key, "raw_value": value})
+        out.add({"topic": topic, "partition": partition, "offset": offset, "idx": 0, "kind": "error", "text": reason,
+                 "raw_key": key, "raw_value": value})
         return 0
     rows = 0
     for index, event in enumerate(events):
-        here = where.copy()
-        here["idx"] = index
-        here["rb"] = seen[4]
-        here["seg"] = seen[3]
         if isinstance(event, RowChange):
-            info = event.table_info
-            if info is None or not info.columns:
-                here.update(held_values(event))
-            else:
-                _fill_change(here, event, infos, overrides.key_for(event.schema, event.table) if overrides.keys
-                             else None)
-            out.rows.append(here)
             rows += 1
+            info = event.table_info
+            if info is not None and info.columns:
+                out.changes.append((topic, partition, offset, index, seen[4], seen[3], *_change_fields(
+                    event, infos, overrides.key_for(event.schema, event.table) if overrides.keys else None)))
+                continue
+        here = {"topic": topic, "partition": partition, "offset": offset, "idx": index, "rb": seen[4], "seg": seen[3]}
+        if isinstance(event, RowChange):
+            out.add({**here, **held_values(event)})
         elif isinstance(event, Bootstrap):
             out.add({**here, "kind": "boot", "raw_value": pickle.dumps(event)})
         elif isinstance(event, Watermark):
