@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyticdc.spark.replication import CaptureCopy
+from pyticdc.spark.capture import CaptureCopy
 
 
 def _write(folder: Path, records: list[tuple[str, int, int]], per_file: int, per_group: int) -> None:

@@ -34,7 +34,6 @@ progress' offsets.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,13 +53,14 @@ from pyticdc.replica.pipeline import BatchReport, Replicator
 from pyticdc.replica.storage import RemotePath, location
 from pyticdc.replica.storage import storage_options as storage_options_for
 from pyticdc.replica.store import APP_ID, DeltaStore
+from pyticdc.spark.capture import CaptureCopy, write_copy
 
 #: Row groups of the capture's Parquet copy (distributed engine): what a batch reads beyond its offsets.
 _CAPTURE_ROW_GROUP_BYTES = 8 << 20
 #: Fewest records per file of the capture's Parquet copy (a batch's share of a file is 1/4 of a core's).
 _CAPTURE_FILE_MIN_RECORDS = 5_000
 
-__all__ = ["DEFAULT_BATCH_RECORDS", "DEFAULT_DISTRIBUTED_BATCH_RECORDS", "READERS", "CaptureCopy", "ReplicationSource",
+__all__ = ["DEFAULT_BATCH_RECORDS", "DEFAULT_DISTRIBUTED_BATCH_RECORDS", "READERS", "ReplicationSource",
            "SparkReplication", "capture_partitions", "read_records", "replication_sink"]
 
 TopicPartition = tuple[str, int]
@@ -300,62 +300,6 @@ def _prefetched(items: Iterator[Any], size: int) -> Iterator[Any]:
         stop.set()
 
 
-@dataclass(frozen=True)
-class CaptureCopy:
-    """The capture's Parquet copy: per file, the offsets it holds of each partition."""
-
-    schema: Any
-    #: (path, ((topic, partition, first offset, last offset), ...)); lines that are no record have partition -1.
-    files: tuple[tuple[str, tuple[tuple[str, int, int, int], ...]], ...]
-
-    @classmethod
-    def of(cls, folder: Path, schema: Any) -> CaptureCopy:
-        """The copy in ``folder`` (reads its topic, partition and offset columns, one file at a time)."""
-        import pyarrow.parquet as pq
-
-        files = []
-        for path in sorted(folder.glob("*.parquet")):
-            table = pq.read_table(path, columns=["topic", "partition", "offset"])
-            bounds = table.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
-            held = tuple(sorted(zip(*(bounds.column(name).to_pylist()
-                                      for name in ("topic", "partition", "offset_min", "offset_max")))))
-            if held:
-                files.append((str(path), held))
-        return cls(schema, tuple(files))
-
-    def last_offsets(self) -> dict[TopicPartition, int]:
-        """Each partition's last offset in the copy (lines that are no record left out)."""
-        ends: dict[TopicPartition, int] = {}
-        for _path, held in self.files:
-            for topic, partition, _first, last in held:
-                if partition >= 0:
-                    ends[(topic, partition)] = max(last, ends.get((topic, partition), last))
-        return ends
-
-    def paths(self, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> list[str]:
-        """The files holding records of ``ranges`` ((topic, partition) → [begin, stop)), and lines if asked."""
-        out = []
-        for path, held in self.files:
-            for topic, partition, first, last in held:
-                wanted = ranges.get((topic, partition))
-                if (lines and partition < 0) or (wanted is not None and first < wanted[1] and last >= wanted[0]):
-                    out.append(path)
-                    break
-        return out
-
-    def read(self, spark: Any, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> Any:
-        """A DataFrame over the files of ``ranges`` (the caller still filters by offsets).
-
-        One scan per file, unioned: each task then reads one stretch of one file, in offset order (the decode's
-        re-send marks stay Spark columns), where one scan over many files packs several into a task, largest
-        first.
-        """
-        frames = [spark.read.schema(self.schema).parquet(path) for path in self.paths(ranges, lines=lines)]
-        if not frames:
-            return spark.createDataFrame([], self.schema)
-        return functools.reduce(lambda left, right: left.union(right), frames)
-
-
 def _json(offsets: Mapping[TopicPartition, int]) -> str:
     from pyticdc.io.kafka import offsets_json
 
@@ -559,7 +503,7 @@ class SparkReplication:
         from pyspark.sql import functions as F
 
         if self.engine == "distributed":
-            yield from self._run_capture_distributed(self._reader())
+            yield from self._run_capture_distributed()
             return
         replicator = self.replicator()
         df = self._reader()
@@ -580,15 +524,13 @@ class SparkReplication:
         if not processed:
             yield self._process(())
 
-    def _run_capture_distributed(self, df: Any) -> Iterator[BatchReport]:
+    def _run_capture_distributed(self) -> Iterator[BatchReport]:
         import shutil
         import uuid
 
-        # The files are parsed once, into Parquet in the warehouse sorted by partition and offset (small files
-        # of small row groups), and each batch reads only the files of its offsets. A cache of the parsed records would
-        # be read whole by every batch once it spills to disk: the time per batch would grow with the capture.
-        # The copy comes before the replicator: its files name every partition, which the replicator needs
-        # first (without the copy, that is a scan of every line on the driver).
+        # The files are parsed once, into Parquet in the warehouse (pyticdc.spark.capture). The copy comes before
+        # the replicator: its files name every partition, which the replicator needs first (without the copy,
+        # that is a scan of every line on the driver).
         root = Path(str(DeltaStore(self.warehouse, storage_options=self.storage_options).internal_path("capture")))
         shutil.rmtree(root, ignore_errors=True)  # a killed run's copy (one replication per warehouse)
         folder = root / uuid.uuid4().hex
@@ -596,12 +538,8 @@ class SparkReplication:
         # those evenly among its cores (splits of the whole copy would give one task most of a batch's rows).
         parallelism = max(1, int(self.spark.sparkContext.defaultParallelism))
         per_file = max(_CAPTURE_FILE_MIN_RECORDS, self.batch_records // (4 * parallelism))
-        (df.select("key", "value", "topic", "partition", "offset")
-         .sortWithinPartitions("topic", "partition", "offset")
-         .write.option("parquet.block.size", str(_CAPTURE_ROW_GROUP_BYTES))
-         .option("maxRecordsPerFile", str(per_file)).parquet(str(folder)))
         try:
-            copy = CaptureCopy.of(folder, self.spark.read.parquet(str(folder)).schema)
+            copy = write_copy(self.spark, self.source.spark_options(), folder, per_file, _CAPTURE_ROW_GROUP_BYTES)
             if self._partitions is None:
                 self._partitions = _counts((topic, partition) for _path, held in copy.files
                                            for topic, partition, _first, _last in held if partition >= 0)

@@ -27,27 +27,29 @@ NET_SCHEMA: Final = ("tkey", *_WINNER, "fresh", "stale", "net")
 
 
 def _actions(rows: pa.Table, act: str) -> pa.Table:
+    # The narrow columns of one kind of action (what the order, the grouping and the counts read); ``row`` is
+    # the change's position in ``rows``, where the winners' images and the other wide columns are taken from.
     deleting = act == "delete"
     op = rows["op"]
     keep = (pc.and_(pc.or_(pc.equal(op, "delete"), pc.equal(op, "update")), pc.is_valid(rows["pre"])) if deleting
             else pc.and_(pc.not_equal(op, "delete"), pc.is_valid(rows["post"])))
-    part = rows.filter(keep)
+    at = pc.indices_nonzero(keep)
+    part = rows.select(["tkey", "pre_h" if deleting else "post_h", "op", "ts", "rank", "staged", "offset", "idx",
+                        "held"]).take(at)
     n = part.num_rows
     primary = (pc.cast(pc.equal(part["op"], "delete"), pa.int64()) if deleting
                else pa.repeat(pa.scalar(1, pa.int64()), n))
     return pa.table({
-        "tkey": part["tkey"], "h": part["pre_h" if deleting else "post_h"],
-        "act": pa.repeat(pa.scalar(act, pa.string()), n),
-        "sub": pa.repeat(pa.scalar(0 if deleting else 1, pa.int32()), n),
-        "img": part["pre" if deleting else "post"], "primary": primary,
+        "tkey": part["tkey"], "h": part["pre_h" if deleting else "post_h"], "row": at,
+        "sub": pa.repeat(pa.scalar(0 if deleting else 1, pa.int32()), n), "primary": primary,
         "delta": pa.repeat(pa.scalar(-1 if deleting else 1, pa.int64()), n), "ts": part["ts"], "rank": part["rank"],
-        "row_id": part["row_id"], "marks": part["marks"], "hko": part["hko"], "op": part["op"],
-        "new": pc.cast(pc.invert(part["staged"]), pa.int32()), "src_topic": part["topic"],
-        "src_partition": part["partition"], "src_offset": part["offset"], "idx": part["idx"], "held": part["held"]})
+        "new": pc.cast(pc.invert(part["staged"]), pa.int32()), "src_offset": part["offset"], "idx": part["idx"],
+        "held": part["held"]})
 
 
 def net_change(rows: pa.Table) -> pa.Table:
     """One row per (table, handle) of ``rows`` (:data:`NET_INPUT` columns): the winning action and the counts."""
+    # The order and the grouping move only narrow columns: the images are taken once, for the winners.
     table = pa.concat_tables([_actions(rows, "delete"), _actions(rows, "upsert")])
     fresh = pc.greater(pc.multiply(table["ts"], 2), table["held"])
     zero = pa.scalar(0, pa.int64())
@@ -60,5 +62,11 @@ def net_change(rows: pa.Table) -> pa.Table:
     groups = ordered.group_by(["tkey", "h"], use_threads=False).aggregate(
         [("i", "max"), ("fp", "sum"), ("sp", "sum"), ("nd", "sum")])
     winners = ordered.take(groups["i_max"])
-    return pa.table({"tkey": winners["tkey"], **{name: winners[name] for name in _WINNER},
-                     "fresh": groups["fp_sum"], "stale": groups["sp_sum"], "net": groups["nd_sum"]})
+    deleting = pc.equal(winners["sub"], 0)
+    source = rows.select(["row_id", "marks", "hko", "op", "topic", "partition", "pre", "post"]).take(winners["row"])
+    return pa.table({
+        "tkey": winners["tkey"], "act": pc.if_else(deleting, "delete", "upsert"), "ts": winners["ts"],
+        "row_id": source["row_id"], "img": pc.if_else(deleting, source["pre"], source["post"]),
+        "marks": source["marks"], "hko": source["hko"], "op": source["op"], "src_topic": source["topic"],
+        "src_partition": source["partition"], "src_offset": winners["src_offset"],
+        "fresh": groups["fp_sum"], "stale": groups["sp_sum"], "net": groups["nd_sum"]})

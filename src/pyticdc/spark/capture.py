@@ -1,0 +1,153 @@
+"""The capture's Parquet copy (distributed engine): capture files parsed once, in the executors, into Parquet.
+
+A capture replication first parses its files into Parquet in the warehouse, each file sorted by partition and
+offset (small files of small row groups), and each batch then reads only the files of its offsets: a cache of
+the parsed records would be read whole by every batch once it spills to disk, so the time per batch would grow
+with the capture. The copy also names every partition, which the replicator needs first.
+
+Each task parses one split of the capture files (as the ``pyticdc`` data source reads it: a line that is no
+record becomes a partition -1 record, for the quarantine), sorts it and writes its files with pyarrow; only
+the names of the files and the offsets each holds reach the driver. A failed attempt's files are never named.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import pyarrow as pa
+
+from pyticdc.io.capture import kafka_arrow_schema
+from pyticdc.spark.options import SourceOptions
+from pyticdc.spark.source import capture_partitions, read_partition
+from pyticdc.spark.worker import prepare_task
+
+__all__ = ["COPY_SCHEMA", "CaptureCopy", "copy_split", "write_copy"]
+
+TopicPartition = tuple[str, int]
+#: Columns of the copy's files (the Kafka source columns a replication reads).
+COPY_SCHEMA: Final = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+                                ("partition", pa.int32()), ("offset", pa.int64())])
+#: What a copy task hands back per file: the offsets it holds of each partition.
+_HELD: Final = pa.schema([("path", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+                          ("first", pa.int64()), ("last", pa.int64())])
+_HELD_DDL: Final = "path string, topic string, partition int, first bigint, last bigint"
+
+
+@dataclass(frozen=True)
+class CaptureCopy:
+    """The capture's Parquet copy: per file, the offsets it holds of each partition."""
+
+    schema: Any
+    #: (path, ((topic, partition, first offset, last offset), ...)); lines that are no record have partition -1.
+    files: tuple[tuple[str, tuple[tuple[str, int, int, int], ...]], ...]
+
+    @classmethod
+    def of(cls, folder: Path, schema: Any) -> CaptureCopy:
+        """The copy in ``folder`` (reads its topic, partition and offset columns, one file at a time)."""
+        import pyarrow.parquet as pq
+
+        files = []
+        for path in sorted(folder.glob("*.parquet")):
+            held = _held(pq.read_table(path, columns=["topic", "partition", "offset"]))
+            if held:
+                files.append((str(path), held))
+        return cls(schema, tuple(files))
+
+    def last_offsets(self) -> dict[TopicPartition, int]:
+        """Each partition's last offset in the copy (lines that are no record left out)."""
+        ends: dict[TopicPartition, int] = {}
+        for _path, held in self.files:
+            for topic, partition, _first, last in held:
+                if partition >= 0:
+                    ends[(topic, partition)] = max(last, ends.get((topic, partition), last))
+        return ends
+
+    def paths(self, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> list[str]:
+        """The files holding records of ``ranges`` ((topic, partition) → [begin, stop)), and lines if asked."""
+        out = []
+        for path, held in self.files:
+            for topic, partition, first, last in held:
+                wanted = ranges.get((topic, partition))
+                if (lines and partition < 0) or (wanted is not None and first < wanted[1] and last >= wanted[0]):
+                    out.append(path)
+                    break
+        return out
+
+    def read(self, spark: Any, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> Any:
+        """A DataFrame over the files of ``ranges`` (the caller still filters by offsets).
+
+        One scan per file, unioned: each task then reads one stretch of one file, in offset order (the decode's
+        re-send marks stay Spark columns), where one scan over many files packs several into a task, largest
+        first.
+        """
+        frames = [spark.read.schema(self.schema).parquet(path) for path in self.paths(ranges, lines=lines)]
+        if not frames:
+            return spark.createDataFrame([], self.schema)
+        return functools.reduce(lambda left, right: left.union(right), frames)
+
+
+def _held(table: pa.Table) -> tuple[tuple[str, int, int, int], ...]:
+    # (topic, partition, first offset, last offset) of each partition in ``table``, sorted.
+    bounds = table.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
+    return tuple(sorted(zip(*(bounds.column(name).to_pylist()
+                              for name in ("topic", "partition", "offset_min", "offset_max")))))
+
+
+def copy_split(partition: Any, options: SourceOptions, folder: str, per_file: int,
+               row_group_bytes: int) -> pa.Table:
+    """One input partition's records → Parquet files of ``folder`` sorted by (topic, partition, offset), at most
+    ``per_file`` records each; a row per file and partition held (:data:`_HELD`)."""
+    import pyarrow.parquet as pq
+
+    records = pa.Table.from_batches(list(read_partition(options, partition)), schema=kafka_arrow_schema())
+    if records.num_rows == 0:
+        return _HELD.empty_table()
+    records = (records.select(COPY_SCHEMA.names).cast(COPY_SCHEMA)
+               .sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]))
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    held: list[dict[str, Any]] = []
+    for start in range(0, records.num_rows, per_file):
+        chunk = records.slice(start, per_file)
+        path = str(Path(folder) / f"part-{uuid.uuid4().hex}.parquet")
+        # Row groups of about row_group_bytes: what a batch reads beyond its offsets.
+        pq.write_table(chunk, path, compression="snappy",
+                       row_group_size=max(1, row_group_bytes * chunk.num_rows // max(1, chunk.nbytes)))
+        held.extend({"path": path, "topic": topic, "partition": number, "first": first, "last": last}
+                    for topic, number, first, last in _held(chunk))
+    return pa.Table.from_pylist(held, schema=_HELD)
+
+
+def _copy_tasks(batches: Iterator[pa.RecordBatch], partitions: Sequence[Any], options: SourceOptions, folder: str,
+                per_file: int, row_group_bytes: int) -> Iterator[pa.RecordBatch]:
+    # mapInArrow body over the ids of the input partitions.
+    prepare_task()
+    for batch in batches:
+        for number in batch.column("id").to_pylist():
+            yield from copy_split(partitions[number], options, folder, per_file, row_group_bytes).to_batches()
+
+
+def write_copy(spark: Any, options: Mapping[str, str], folder: Path, per_file: int,
+               row_group_bytes: int) -> CaptureCopy:
+    """The copy of the capture files the ``pyticdc`` data source ``options`` name, written to ``folder`` (one
+    Spark job: a task per split of the files)."""
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
+                         StructField("topic", StringType()), StructField("partition", IntegerType()),
+                         StructField("offset", LongType())])
+    parsed = SourceOptions.parse(dict(options))
+    partitions = capture_partitions(parsed)
+    if not partitions:
+        return CaptureCopy(schema, ())
+    job = functools.partial(_copy_tasks, partitions=partitions, options=parsed, folder=str(folder),
+                            per_file=per_file, row_group_bytes=row_group_bytes)
+    rows = spark.range(len(partitions), numPartitions=len(partitions)).mapInArrow(job, _HELD_DDL).toArrow()
+    files: dict[str, list[tuple[str, int, int, int]]] = {}
+    for row in rows.to_pylist():
+        files.setdefault(row["path"], []).append((row["topic"], row["partition"], row["first"], row["last"]))
+    return CaptureCopy(schema, tuple((path, tuple(sorted(held))) for path, held in sorted(files.items())))
