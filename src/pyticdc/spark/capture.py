@@ -114,8 +114,10 @@ def copy_split(partition: Any, options: SourceOptions, folder: str, per_file: in
     for start in range(0, records.num_rows, per_file):
         chunk = records.slice(start, per_file)
         path = str(Path(folder) / f"part-{uuid.uuid4().hex}.parquet")
-        # Row groups of about row_group_bytes: what a batch reads beyond its offsets.
-        pq.write_table(chunk, path, compression="snappy",
+        # Row groups of about row_group_bytes: what a batch reads beyond its offsets. Statistics for the
+        # positions a batch filters by; a dictionary only for the topic (keys and values are mostly distinct).
+        pq.write_table(chunk, path, compression="snappy", use_dictionary=["topic"],
+                       write_statistics=["topic", "partition", "offset"],
                        row_group_size=max(1, row_group_bytes * chunk.num_rows // max(1, chunk.nbytes)))
         held.extend({"path": path, "topic": topic, "partition": number, "first": first, "last": last}
                     for topic, number, first, last in _held(chunk))
