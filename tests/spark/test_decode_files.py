@@ -82,3 +82,21 @@ def test_a_failed_task_closes_its_file_and_names_none(tmp_path: Path) -> None:
     assert all(kind != "file" for batch in out for kind in batch.column("kind").to_pylist())
     (written,) = (tmp_path / "d").iterdir()
     assert pq.read_table(written).num_rows > 0  # closed: a readable file that no one will read
+
+
+def test_a_record_whose_rows_name_no_commit_ts_is_an_error_whole() -> None:
+    import orjson
+
+    message = {"id": 0, "database": "s", "table": "t", "pkNames": ["id"], "isDdl": False, "type": "INSERT", "es": 0,
+               "ts": 1, "sql": "", "sqlType": {"id": -5}, "mysqlType": {"id": "bigint"},
+               "data": [{"id": "1"}, {"id": "2"}], "old": None, "_tidb": {"commitTs": 0}}
+    good = {**message, "_tidb": {"commitTs": 7}}
+    records = [{"key": None, "value": orjson.dumps(value), "topic": "t", "partition": 0, "offset": offset}
+               for offset, value in enumerate([good, message, good])]
+    out = pa.Table.from_batches(list(decode_records(_batches(records), "canal-json", OPTIONS, {})),
+                                schema=DECODED_SCHEMA).to_pylist()
+    assert sorted((row["offset"], row["idx"]) for row in out if row["kind"] == "row") == [(0, 0), (0, 1), (2, 0),
+                                                                                          (2, 1)]
+    errors = [row for row in out if row["kind"] == "error"]
+    assert [(row["offset"], row["raw_value"]) for row in errors] == [(1, records[1]["value"])]
+    assert "no table or no commit ts" in errors[0]["text"]

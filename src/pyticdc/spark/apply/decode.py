@@ -362,9 +362,12 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
                     out.add({"topic": topic, "partition": partition, "offset": offset, "idx": 0, "kind": "line",
                              "raw_key": key, "raw_value": value})
                     continue
-                if offset < start.get((topic, partition), 0):
+                position = (topic, partition)
+                if offset < start.get(position, 0):
                     continue
-                seen = parts.setdefault((topic, partition), [0, -1, 0, offset, 0, 1])
+                seen = parts.get(position)
+                if seen is None:
+                    seen = parts[position] = [0, -1, 0, offset, 0, 1]
                 if offset <= seen[1]:
                     seen[5] = 0  # the carried resolved ts would be wrong: the driver marks in Python instead
                 seen[0] += 1
@@ -438,9 +441,11 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
         reason = str(exc)
     except _DECODER_BUGS as exc:
         reason = f"decoder raised {type(exc).__name__}: {exc}"
-    if not reason and any(isinstance(e, RowChange) and (not e.table or e.commit_ts <= 0) for e in events):
-        # The consumer engine's rule: a row of no table or no commit ts means the record is not this protocol.
-        reason = f"{protocol}: a row naming no table or no commit ts is not a change (is the protocol right?)"
+    for event in events:
+        if isinstance(event, RowChange) and (not event.table or event.commit_ts <= 0):
+            # The consumer engine's rule: a row of no table or no commit ts means the record is not this protocol.
+            reason = f"{protocol}: a row naming no table or no commit ts is not a change (is the protocol right?)"
+            break
     topic, partition, offset = where
     if reason:
         out.add({"topic": topic, "partition": partition, "offset": offset, "idx": 0, "kind": "error", "text": reason,
