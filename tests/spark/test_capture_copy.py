@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -86,7 +87,7 @@ def test_a_split_is_copied_sorted_into_files_whose_offsets_it_reports(tmp_path: 
                                    "path": str(tmp_path / "capture.jsonl")})
     splits = plan_splits(tmp_path / "capture.jsonl", max_split_bytes=40_000)
     assert len(splits) > 2
-    copied: list[dict[str, object]] = []
+    copied: list[dict[str, Any]] = []
     reported: list[tuple[str, str, int, int, int]] = []
     for split in splits:
         held = copy_split(CapturePartition(split), options, str(tmp_path / "copy"), 60, 4_000)
