@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from pyticdc.io.capture import kafka_arrow_schema
 from pyticdc.spark.options import SourceOptions
-from pyticdc.spark.source import capture_partitions, read_partition
+from pyticdc.spark.source import capture_input_partitions, read_partition
 from pyticdc.spark.worker import prepare_task
 
 __all__ = ["COPY_SCHEMA", "CaptureCopy", "copy_split", "write_copy"]
@@ -143,7 +143,7 @@ def write_copy(spark: Any, options: Mapping[str, str], folder: Path, per_file: i
                          StructField("topic", StringType()), StructField("partition", IntegerType()),
                          StructField("offset", LongType())])
     parsed = SourceOptions.parse(dict(options))
-    partitions = capture_partitions(parsed)
+    partitions = capture_input_partitions(parsed)
     if not partitions:
         return CaptureCopy(schema, ())
     job = functools.partial(_copy_tasks, partitions=partitions, options=parsed, folder=str(folder),

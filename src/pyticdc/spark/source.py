@@ -71,8 +71,8 @@ from pyticdc.io.kafka import (
 from pyticdc.model import KafkaRecord
 from pyticdc.spark.options import SourceOptions
 
-__all__ = ["CapturePartition", "KafkaPartition", "PyticdcDataSource", "capture_partitions", "event_struct",
-           "read_partition", "record_struct"]
+__all__ = ["CapturePartition", "KafkaPartition", "PyticdcDataSource", "capture_input_partitions",
+           "event_struct", "read_partition", "record_struct"]
 
 
 def event_struct() -> StructType:
@@ -177,8 +177,10 @@ def _spread(options: SourceOptions, ranges: Sequence[OffsetRange]) -> list[Input
     return [KafkaPartition(r) for r in ranges]
 
 
-def capture_partitions(options: SourceOptions, files: Sequence[str] | None = None) -> list[InputPartition]:
-    """The input partitions of a capture read: splits of the files (``files``, else the options' paths)."""
+def capture_input_partitions(options: SourceOptions, files: Sequence[str] | None = None) -> list[InputPartition]:
+    """The input partitions of a capture read: splits of the files (``files``, else the options' paths).
+
+    Not :func:`pyticdc.spark.replication.capture_partitions`, which counts the Kafka partitions a capture holds."""
     assert options.paths is not None
     splits = plan_splits(files if files is not None else options.paths, options.capture_format,
                          max_split_bytes=options.max_partition_bytes, min_splits=options.min_partitions or 1,
@@ -263,7 +265,7 @@ class CaptureBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         """One input partition per split."""
-        return capture_partitions(self.options)
+        return capture_input_partitions(self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decoded events of one split."""
@@ -291,7 +293,7 @@ class CaptureStreamReader(DataSourceStreamReader):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """Splits of the files between the two offsets."""
         files = self._files()[int(start["files"]):int(end["files"])]
-        return capture_partitions(self.options, files) if files else []
+        return capture_input_partitions(self.options, files) if files else []
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decoded events of one split."""
