@@ -199,8 +199,10 @@ def _identity_digest(row: RowChange, pre_repr: str, post_repr: str) -> bytes:
 #: The fields of :func:`_change_fields`, in its order.
 _CHANGE_FIELDS: Final = ("tkey", "ts", "op", "rank", "ident", "pre_h", "post_h", "hkind", "row_id", "pre", "post",
                          "marks", "info", "hko")
+#: Where an event was read, and the partition's carried resolved ts and first offset (see decode_records).
+_POSITION: Final = ("topic", "partition", "offset", "idx", "rb", "seg")
 #: The columns of a change row as decode_records collects it: its position, then :data:`_CHANGE_FIELDS`.
-_CHANGE_COLUMNS: Final = ("topic", "partition", "offset", "idx", "rb", "seg", *_CHANGE_FIELDS)
+_CHANGE_COLUMNS: Final = (*_POSITION, *_CHANGE_FIELDS)
 
 
 def _change_fields(row: RowChange, infos: dict[str, str] | None,
@@ -453,23 +455,24 @@ def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | N
         return 0
     rows = 0
     for index, event in enumerate(events):
+        here = (topic, partition, offset, index, seen[4], seen[3])
         if isinstance(event, RowChange):
             rows += 1
             info = event.table_info
             if info is not None and info.columns:
-                out.changes.append((topic, partition, offset, index, seen[4], seen[3], *_change_fields(
+                out.changes.append((*here, *_change_fields(
                     event, infos, overrides.key_for(event.schema, event.table) if overrides.keys else None)))
-                continue
-        here = {"topic": topic, "partition": partition, "offset": offset, "idx": index, "rb": seen[4], "seg": seen[3]}
-        if isinstance(event, RowChange):
-            out.add({**here, **held_values(event)})
-        elif isinstance(event, Bootstrap):
-            out.add({**here, "kind": "boot", "raw_value": pickle.dumps(event)})
+            else:
+                out.add({**dict(zip(_POSITION, here)), **held_values(event)})
+            continue
+        meta = dict(zip(_POSITION, here))
+        if isinstance(event, Bootstrap):
+            out.add({**meta, "kind": "boot", "raw_value": pickle.dumps(event)})
         elif isinstance(event, Watermark):
-            out.add({**here, "kind": "wm", "ts": event.resolved_ts})
+            out.add({**meta, "kind": "wm", "ts": event.resolved_ts})
             seen[4] = max(seen[4], event.resolved_ts)
         elif isinstance(event, DDLEvent):
-            out.add({**here, "kind": "ddl", "ts": event.commit_ts, "tkey": tkey(event.schema, event.table),
+            out.add({**meta, "kind": "ddl", "ts": event.commit_ts, "tkey": tkey(event.schema, event.table),
                      "raw_value": pickle.dumps(event)})
     return rows
 
