@@ -17,7 +17,7 @@ def _write(folder: Path, records: list[tuple[str, int, int]], per_file: int, per
     folder.mkdir()
     for number, start in enumerate(range(0, len(records), per_file)):
         chunk = sorted(records[start:start + per_file])
-        table = pa.table({"key": [None] * len(chunk), "value": [b"v"] * len(chunk),
+        table = pa.table({"key": pa.array([None] * len(chunk), pa.binary()), "value": [b"v"] * len(chunk),
                           "topic": [r[0] for r in chunk], "partition": pa.array([r[1] for r in chunk], pa.int32()),
                           "offset": [r[2] for r in chunk]})
         pq.write_table(table, folder / f"part-{number:05d}.parquet", row_group_size=per_group)
@@ -51,6 +51,18 @@ def test_a_batch_reads_exactly_the_files_holding_its_offsets(tmp_path: Path) -> 
                   if any((t, p) in ranges and ranges[(t, p)][0] <= o < ranges[(t, p)][1] for t, p, o in held)
                   or (lines and any(p < 0 for _, p, _ in held))}
         assert chosen == needed
+        # The batch's files, read one by one as its decode tasks read them: its records and no other, in order.
+        batch = copy.batch(ranges, lines=lines)
+        assert set(batch.paths) == needed
+        read = []
+        for index in range(len(batch.paths)):
+            table = batch.read_file(index)
+            positions = list(zip(*(table.column(name).to_pylist() for name in ("topic", "partition", "offset"))))
+            assert positions == sorted(positions)
+            read.extend(positions)
+        wanted = [(t, p, o) for t, p, o in records
+                  if ((t, p) in ranges and ranges[(t, p)][0] <= o < ranges[(t, p)][1]) or (lines and p < 0)]
+        assert sorted(read) == sorted(wanted)
 
 
 def _capture(path: Path, rng: random.Random) -> tuple[list[tuple[bytes | None, bytes, str, int, int]], list[bytes]]:
@@ -119,8 +131,8 @@ def test_the_copy_job_names_the_files_it_wrote(spark: object, tmp_path: Path) ->
                "maxPartitionBytes": "50000"}
     copy = write_copy(spark, options, tmp_path / "copy", 100, 8_000)
     assert copy.files == CaptureCopy.of(tmp_path / "copy", None).files and len(copy.files) >= 3
-    frame = copy.read(spark, {tp: (0, 1000) for tp in copy.last_offsets()}, lines=True)
-    assert frame.count() == len(records) + len(bad)
+    batch = copy.batch({tp: (0, 1000) for tp in copy.last_offsets()}, lines=True)
+    assert sum(batch.read_file(index).num_rows for index in range(len(batch.paths))) == len(records) + len(bad)
     (tmp_path / "blank.jsonl").write_bytes(b"\n \n")
     assert write_copy(spark, {**options, "path": str(tmp_path / "blank.jsonl")}, tmp_path / "none", 100,
                       8_000).files == ()

@@ -8,6 +8,10 @@ with the capture. The copy also names every partition, which the replicator need
 Each task parses one split of the capture files (as the ``pyticdc`` data source reads it: a line that is no
 record becomes a partition -1 record, for the quarantine), sorts it and writes its files with pyarrow; only
 the names of the files and the offsets each holds reach the driver. A failed attempt's files are never named.
+
+A batch is a :class:`CopyBatch`: the files holding its offsets. Its decode tasks read one file each with pyarrow,
+keep the batch's offsets and decode them (:func:`decode_copy`): no JVM scan, no per-batch Spark filter whose
+offsets, inlined in generated code, would make Spark compile new classes for every batch.
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from typing import Any, Final
 import pyarrow as pa
 
 from pyticdc.io.capture import kafka_arrow_schema
+from pyticdc.spark.apply.decode import Keys, decode_to_files
 from pyticdc.spark.options import SourceOptions
 from pyticdc.spark.source import capture_input_partitions, read_partition
 from pyticdc.spark.worker import prepare_task
 
-__all__ = ["COPY_SCHEMA", "CaptureCopy", "copy_split", "write_copy"]
+__all__ = ["COPY_SCHEMA", "CaptureCopy", "CopyBatch", "copy_split", "decode_copy", "write_copy"]
 
 TopicPartition = tuple[str, int]
 #: Columns of the copy's files (the Kafka source columns a replication reads).
@@ -78,17 +83,54 @@ class CaptureCopy:
                     break
         return out
 
-    def read(self, spark: Any, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> Any:
-        """A DataFrame over the files of ``ranges`` (the caller still filters by offsets).
+    def batch(self, ranges: Mapping[TopicPartition, tuple[int, int]], *, lines: bool = False) -> CopyBatch:
+        """The batch of ``ranges`` ((topic, partition) → [begin, stop)), and the lines that are no record if asked."""
+        return CopyBatch(tuple(self.paths(ranges, lines=lines)), dict(ranges), lines)
 
-        One scan per file, unioned: each task then reads one stretch of one file, in offset order (the decode's
-        re-send marks stay Spark columns), where one scan over many files packs several into a task, largest
-        first.
+
+@dataclass(frozen=True)
+class CopyBatch:
+    """One batch's records in the copy: the files holding them, the offsets to read of each partition."""
+
+    paths: tuple[str, ...]
+    #: (topic, partition) → [begin, stop)
+    ranges: Mapping[TopicPartition, tuple[int, int]]
+    #: The lines that are no record (partition -1) too.
+    lines: bool = False
+
+    def filter(self) -> Any:
+        """The batch's records as a pyarrow dataset expression (None: nothing to read)."""
+        import pyarrow.compute as pc
+
+        wanted = pc.field("partition") < 0 if self.lines else None
+        for (topic, partition), (begin, stop) in sorted(self.ranges.items()):
+            clause = ((pc.field("topic") == topic) & (pc.field("partition") == partition)
+                      & (pc.field("offset") >= begin) & (pc.field("offset") < stop))
+            wanted = clause if wanted is None else wanted | clause
+        return wanted
+
+    def read_file(self, index: int) -> pa.Table:
+        """The batch's records in its file ``index``, in the file's (topic, partition, offset) order.
+
+        Row groups outside the offsets are skipped by their statistics.
         """
-        frames = [spark.read.schema(self.schema).parquet(path) for path in self.paths(ranges, lines=lines)]
-        if not frames:
-            return spark.createDataFrame([], self.schema)
-        return functools.reduce(lambda left, right: left.union(right), frames)
+        import pyarrow.parquet as pq
+
+        wanted = self.filter()
+        if wanted is None:
+            return COPY_SCHEMA.empty_table()
+        return pq.read_table(self.paths[index], schema=COPY_SCHEMA, filters=wanted, use_threads=False)
+
+
+def decode_copy(batches: Iterator[pa.RecordBatch], copy: CopyBatch, directory: str, protocol: str,
+                options: Mapping[str, str], start: Mapping[TopicPartition, int], keys: Keys = (),
+                batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over file numbers of ``copy``: each file's records decoded as
+    :func:`~pyticdc.spark.apply.decode.decode_to_files` decodes a Spark scan of them (its metadata rows)."""
+    for batch in batches:
+        for index in batch.column("id").to_pylist():
+            records = copy.read_file(index).to_batches(max_chunksize=batch_rows)
+            yield from decode_to_files(iter(records), directory, protocol, options, start, batch_rows, keys)
 
 
 def _held(table: pa.Table) -> tuple[tuple[str, int, int, int], ...]:

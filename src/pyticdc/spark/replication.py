@@ -53,7 +53,7 @@ from pyticdc.replica.pipeline import BatchReport, Replicator
 from pyticdc.replica.storage import RemotePath, location
 from pyticdc.replica.storage import storage_options as storage_options_for
 from pyticdc.replica.store import APP_ID, DeltaStore
-from pyticdc.spark.capture import CaptureCopy, write_copy
+from pyticdc.spark.capture import CaptureCopy, CopyBatch, write_copy
 
 #: Row groups of the capture's Parquet copy (distributed engine): what a batch reads beyond its offsets.
 _CAPTURE_ROW_GROUP_BYTES = 8 << 20
@@ -453,8 +453,10 @@ class SparkReplication:
         return reader.load()
 
     def _process(self, records: Iterable[KafkaRecord] | Any) -> BatchReport:
-        # A DataFrame for the distributed engine (the records stay in the executors), records for the driver's.
-        if self.engine == "distributed" and not hasattr(records, "mapInArrow"):
+        # A DataFrame or copy files for the distributed engine (the records stay in the executors), records for
+        # the driver's.
+        distributed = hasattr(records, "mapInArrow") or isinstance(records, CopyBatch)
+        if self.engine == "distributed" and not distributed:
             records = self.spark.createDataFrame([], _RECORDS_DDL)
         elif self.engine == "driver" and hasattr(records, "mapInArrow"):
             records = read_records(records)
@@ -550,8 +552,6 @@ class SparkReplication:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _capture_batches(self, copy: CaptureCopy) -> Iterator[BatchReport]:
-        from pyspark.sql import functions as F
-
         from pyticdc.io.kafka import cap_offsets
 
         # Batches are offset ranges per partition (about batch_records records each), read by the executors;
@@ -569,13 +569,9 @@ class SparkReplication:
             # about the same commit ts in every partition: equal shares would run the partitions carrying more
             # rows per ts behind, and hold the others' rows above the watermark for the next batch.
             stops = cap_offsets(begins, {tp: last + 1 for tp, last in ends.items()}, self.batch_records)
-            condition = F.col("partition") < 0 if first else F.lit(False)
-            for (topic, partition), begin in todo.items():
-                condition = condition | ((F.col("topic") == topic) & (F.col("partition") == partition)
-                                         & (F.col("offset") >= begin) & (F.col("offset") < stops[(topic, partition)]))
-            frame = copy.read(self.spark, {tp: (begin, stops[tp]) for tp, begin in todo.items()}, lines=first)
+            batch = copy.batch({tp: (begin, stops[tp]) for tp, begin in todo.items()}, lines=first)
             first = False
-            yield self._process(frame.where(condition))
+            yield self._process(batch)
             if not todo:
                 return
 

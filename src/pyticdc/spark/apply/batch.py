@@ -203,18 +203,31 @@ class DistributedReplicator:
         return report
 
     def _decode(self, records: Any, version: int) -> tuple[Any, list[dict[str, Any]]]:
-        """The batch's change rows (a frame over the decode tasks' files) and its metadata rows (collected)."""
+        """The batch's change rows (a frame over the decode tasks' files) and its metadata rows (collected).
+
+        ``records``: a DataFrame of Kafka source columns, or a :class:`~pyticdc.spark.capture.CopyBatch` (its
+        decode tasks read one copy file each).
+        """
         from pyspark.sql import functions as F
 
+        from pyticdc.spark.capture import CopyBatch, decode_copy
+
         start = self.next_offsets()
-        columns = ["key", "value", "topic", "partition", "offset"]
-        raw = records.select(*[F.col(c) for c in columns]).withColumn("partition", F.col("partition").cast("int"))
         # One folder per attempt of a batch: a crashed attempt's files are never read, and go with the next commit.
         folder = self._staging_root() / f"decoded-v{version + 1}-{uuid.uuid4().hex}"
-        decode = functools.partial(decode_to_files, directory=str(folder), protocol=self.protocol,
-                                   options=self.options, start=start, keys=self.replica.modelling.keys)
+        settings: dict[str, Any] = {"directory": str(folder), "protocol": self.protocol, "options": self.options,
+                                    "start": start, "keys": self.replica.modelling.keys}
         schema = _spark_schema(DECODED_SCHEMA)
-        rows = raw.mapInArrow(decode, schema).toArrow().to_pylist()
+        if isinstance(records, CopyBatch):
+            count = len(records.paths)
+            decoded = (self.spark.range(count, numPartitions=count)
+                       .mapInArrow(functools.partial(decode_copy, copy=records, **settings), schema)
+                       if count else None)
+        else:
+            columns = ["key", "value", "topic", "partition", "offset"]
+            raw = records.select(*[F.col(c) for c in columns]).withColumn("partition", F.col("partition").cast("int"))
+            decoded = raw.mapInArrow(functools.partial(decode_to_files, **settings), schema)
+        rows = [] if decoded is None else decoded.toArrow().to_pylist()
         files = [row["text"] for row in rows if row["kind"] == "file"]
         meta = [row for row in rows if row["kind"] != "file"]
         if not files:
