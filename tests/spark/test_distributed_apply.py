@@ -166,7 +166,7 @@ def test_spark_marks_drop_and_level_exactly_the_rows_the_python_marks_do(spark: 
     import pyarrow as pa
 
     from pyticdc.sim import FaultPlan, WorkloadConfig, inject, interleave, produce, simulate, with_offsets
-    from pyticdc.spark.apply.batch import level_column, mark_columns
+    from pyticdc.spark.apply.batch import mark_columns
     from pyticdc.spark.apply.decode import CHANGE_SCHEMA, decode_records, mark_changes
 
     history = simulate(31, WorkloadConfig(transactions=40))
@@ -188,17 +188,23 @@ def test_spark_marks_drop_and_level_exactly_the_rows_the_python_marks_do(spark: 
     plan = plan_batch(meta, state, [("t", p) for p in range(3)], "canal-json")
     assert plan.carry is not None and len(set(plan.carry.values())) > 1 and plan.ddls
     rows = decoded.filter(pa.compute.equal(decoded["kind"], "row"))
-    python = pa.Table.from_batches(list(mark_changes(iter(rows.to_batches()), plan.marks, staged=False)),
-                                   schema=CHANGE_SCHEMA)
-    assert 0 < python.num_rows < rows.num_rows  # the restarts re-sent rows that are dropped
+    # A limit below the last rows: those wait (level -1).
+    times = sorted(rows.column("ts").to_pylist())
+    plan.limit = times[len(times) * 3 // 4]
     frame = spark.createDataFrame(rows)
-    sql = mark_columns(spark, frame, plan, False, level_column(plan)).toArrow()
 
     def keyed(table: pa.Table) -> list[tuple[Any, ...]]:
-        return sorted(zip(*(table.column(c).to_pylist() for c in ("topic", "partition", "offset", "idx", "level"))))
+        return sorted(zip(*(table.column(c).to_pylist()
+                            for c in ("topic", "partition", "offset", "idx", "level", "staged"))))
 
-    assert keyed(sql) == keyed(python)
-    assert len({level for *_, level in keyed(python)}) > 1  # rows on both sides of a DDL barrier
+    for staged in (False, True):
+        python = pa.Table.from_batches(list(mark_changes(iter(rows.to_batches()), plan.marks, staged=staged,
+                                                         limit=plan.limit)), schema=CHANGE_SCHEMA)
+        if not staged:
+            assert 0 < python.num_rows < rows.num_rows  # the restarts re-sent rows that are dropped
+        assert keyed(mark_columns(spark, frame, plan, staged).toArrow()) == keyed(python)
+        levels = {level for *_, level, _ in keyed(python)}
+        assert -1 in levels and len(levels - {-1}) > 1  # rows waiting, and on both sides of a DDL barrier
 
 
 @pytest.mark.spark
@@ -282,10 +288,11 @@ def test_the_summary_counts_unique_changes_and_their_deliveries(spark: Any) -> N
               "staged boolean"
     rows = [("s\x00a", b"1", 0, 10, 1, 0, "i1", "key", False), ("s\x00a", b"2", 0, 12, 2, 0, "i1", "key", True),
             ("s\x00a", b"3", 0, 12, 3, 5, "i2", "key", False), ("s\x00a", b"4", 1, 20, 1, 0, "i3", "key", False),
-            ("s\x00b", b"5", 0, 11, 1, 0, "j1", "rowid", False), ("s\x00b", b"6", 0, 99, 1, 0, "j1", "rowid", False)]
+            ("s\x00b", b"5", 0, 11, 1, 0, "j1", "rowid", False), ("s\x00b", b"6", -1, 99, 1, 0, "j1", "rowid", False)]
 
     def summary(data: list[tuple[Any, ...]]) -> dict[tuple[str, int, bool], dict[str, Any]]:
-        out = _summarize(spark.createDataFrame(data, columns), 50, {"i1", "i2", "i3", "j1", "zz"}, spark)
+        # Level -1: above the limit (pending).
+        out = _summarize(spark.createDataFrame(data, columns), {"i1", "i2", "i3", "j1", "zz"}, spark)
         return {(s["tkey"], s["level"], s["pending"]): {**s, "infos": sorted(s["infos"]), "hkinds": sorted(s["hkinds"])}
                 for s in out}
 
@@ -294,7 +301,7 @@ def test_the_summary_counts_unique_changes_and_their_deliveries(spark: Any) -> N
         "tkey": "s\x00a", "level": 0, "pending": False, "rows": 3, "copies": 3, "first_ts": 10, "last_ts": 12,
         "any_rowid": 1, "infos": ["i1", "i2"], "hkinds": ["key"], "latest": "i2", "staged": 1}
     assert unique[("s\x00a", 1, False)]["rows"] == 1 and unique[("s\x00a", 1, False)]["latest"] == "i3"
-    assert unique[("s\x00b", 0, False)]["rows"] == unique[("s\x00b", 0, True)]["rows"] == 1
+    assert unique[("s\x00b", 0, False)]["rows"] == unique[("s\x00b", -1, True)]["rows"] == 1
     # Re-deliveries (a staged row read again, a re-sent one) add copies, not changes.
     again = summary([*rows, ("s\x00a", b"2", 0, 12, 2, 0, "i1", "key", False), rows[0], rows[0]])
     assert again[("s\x00a", 0, False)] == {**unique[("s\x00a", 0, False)], "copies": 6}

@@ -4,11 +4,15 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
 
     decode       mapInArrow: records → change rows + metadata rows; each task writes its change rows to one
                  Parquet file (_pyticdc/staging/decoded-v<N>-<id>/) and yields only the metadata, which the
-                 driver collects with the files' names (one job; the rows never cross into the JVM or a cache)
+                 driver collects with the files' names (one job; the rows never cross into the JVM or a cache).
+                 A capture's batch is a CopyBatch instead: each task reads one file of the capture's copy
+                 (pyticdc.spark.capture)
     plan         driver: watermarks, global watermark, DDL to release, waves (pyticdc.spark.apply.plan)
     mark         Spark columns over the files: re-sent rows dropped (each row's resolved ts before it from the
-                 decode task's running watermark and the plan's carry per task), segment level; staged rows of
-                 the last batch unioned (a Python mapInArrow only when a task read a partition out of order)
+                 decode task's running watermark and the plan's carry per task), segment level, level -1 above
+                 the limit; staged rows of the last batch unioned (a Python mapInArrow only when a task read a
+                 partition out of order). The batch's numbers are broadcast frames joined in, never literals, so
+                 the code Spark generates is the same every batch (compiled once)
     summary      one query on narrow columns, per change identity then per (table, level, pending): the unique
                  changes, their deliveries, ts range, TableInfos, handle kinds; de-duplication (dropDuplicates
                  on the change identity, or first_deliveries with ``_source_*`` columns) only when an identity
@@ -49,7 +53,7 @@ import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import orjson
@@ -83,7 +87,7 @@ from pyticdc.spark.apply.history import HistoryTask, history_task, run_history
 from pyticdc.spark.apply.net import NET_INPUT
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
 
-__all__ = ["DistributedReplicator", "first_deliveries", "level_column", "mark_columns", "supports"]
+__all__ = ["DistributedReplicator", "first_deliveries", "mark_columns", "supports"]
 
 TopicPartition = tuple[str, int]
 
@@ -257,13 +261,13 @@ class DistributedReplicator:
         report.records = plan.records + len(plan.lines)
         marked = self._changes(decoded, plan, version, schemas, dropped)
         limit = plan.limit
-        summary = _summarize(marked, limit, plan.infos, self.spark)
+        summary = _summarize(marked, plan.infos, self.spark)
         # A feed re-sends rarely: the rows are de-duplicated (a sort of every wide row) only when an identity repeats.
         duplicates = any(s["copies"] > s["rows"] for s in summary)
         clock = self._lap("dedup", clock)
         pending = sum(s["rows"] for s in summary if s["pending"])
         if pending:
-            (self._unique(marked, duplicates, keyed=False).where(F.col("ts") > limit).drop("level", "staged")
+            (self._unique(marked, duplicates, keyed=False).where(F.col("level") < 0).drop("level", "staged")
              .write.mode("overwrite").parquet(str(self._staging(version + 1))))
             # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes).
             wanted = {i for s in summary if s["pending"] for i in s["infos"]}
@@ -346,7 +350,6 @@ class DistributedReplicator:
         from pyspark.sql import functions as F
 
         schema = _spark_schema(CHANGE_SCHEMA)
-        level = level_column(plan)
         union = None
         for frame, staged in self._sources(decoded, plan, version):
             if only_held:
@@ -357,9 +360,10 @@ class DistributedReplicator:
                     functools.partial(resolve_held, versions=schemas.versions(), keys=self.replica.modelling.keys),
                     _spark_schema(DECODED_SCHEMA))
                 frame = typed if only_held else frame.where(F.col("kind") != "held").unionByName(typed)
-            marked = None if level is None else mark_columns(self.spark, frame, plan, staged, level)
+            marked = mark_columns(self.spark, frame, plan, staged)
             if marked is None:
-                marked = frame.mapInArrow(functools.partial(mark_changes, marks=plan.marks, staged=staged), schema)
+                marked = frame.mapInArrow(
+                    functools.partial(mark_changes, marks=plan.marks, staged=staged, limit=plan.limit), schema)
             union = marked if union is None else union.unionByName(marked)
         assert union is not None  # the decoded frame is always a source
         return union
@@ -385,7 +389,7 @@ class DistributedReplicator:
         if schemas is None:
             return changes
         # Held rows below the limit are the quarantined ones (the others hold the limit below them).
-        kept = (F.col("kind") == "row") | ((F.col("kind") == "held") & (F.col("ts") > plan.limit))
+        kept = (F.col("kind") == "row") | ((F.col("kind") == "held") & (F.col("level") < 0))
         if dropped:
             kept = kept & ~F.col("ident").isin(dropped)
         return changes.where(kept)
@@ -474,7 +478,7 @@ class DistributedReplicator:
             return
         held = local_frame(self.spark, {"tkey": pa.array(list(tasks), pa.string()),
                                         "held": pa.array([t.held for t in tasks.values()], pa.int64())})
-        rows = (changes.where((F.col("level") == level) & (F.col("ts") <= plan.limit))
+        rows = (changes.where(F.col("level") == level)
                 .join(F.broadcast(held), "tkey"))
         # The delta-rs engine folds each table's changes in the task that applies it (Arrow); Spark's fold sorts them.
         reduced = rows.select(*NET_INPUT) if self.engine.folds else _net_change(rows)
@@ -589,65 +593,75 @@ def local_frame(spark: Any, columns: Mapping[str, pa.Array]) -> Any:
     return spark.createDataFrame(pa.table(dict(columns)))
 
 
-def mark_columns(spark: Any, frame: Any, plan: BatchPlan, staged: bool, level: Any) -> Any:
-    """:func:`~pyticdc.spark.apply.decode.mark_changes` as Spark columns (``level``: :func:`level_column`).
+def mark_columns(spark: Any, frame: Any, plan: BatchPlan, staged: bool) -> Any:
+    """:func:`~pyticdc.spark.apply.decode.mark_changes` as Spark columns: rows above the limit get level -1.
 
-    No Python pass over the rows; None when the plan cannot tell re-sends so (a task read out of order).
+    No Python pass over the rows; None when the plan cannot tell re-sends so (a task read out of order). The
+    batch's numbers (released ts, limit, carried resolved ts, DDL barriers) come in as small broadcast frames,
+    not literals: Spark writes literal numbers into the code it generates, so each batch would compile new
+    classes, and the JVM optimize them again.
     """
     from pyspark.sql import functions as F
 
-    names = [*DECODED_SCHEMA.names, "staged", "level"]
-    flags = [F.lit(staged).alias("staged"), level.cast("int").alias("level")]
-    if staged:
-        return frame.select(*DECODED_SCHEMA.names, *flags).select(*names)
-    if plan.carry is None:
+    if not staged and plan.carry is None:
         return None
-    # A re-sent row: at or below the released ts, or its partition's resolved ts where it was read.
-    values = set(plan.carry.values())
-    if len(values) <= 1:
-        before = F.greatest(F.col("rb"), F.lit(next(iter(values), 0)).cast("long"))
-    else:
+    names = [*DECODED_SCHEMA.names, "staged", "level"]
+    # Every row falls in exactly one range of the global barriers: an inner join that also brings the numbers.
+    lows, highs, levels = _ranges(*plan.marks.global_barriers)
+    count = len(lows)
+    frame = frame.join(F.broadcast(local_frame(spark, {
+        "g_lo": pa.array(lows, pa.int64()), "g_hi": pa.array(highs, pa.int64()),
+        "g_level": pa.array(levels, pa.int32()), "p_released": pa.array([plan.marks.released] * count, pa.int64()),
+        "p_limit": pa.array([plan.limit] * count, pa.int64())})),
+        (F.col("ts") > F.col("g_lo")) & (F.col("ts") <= F.col("g_hi")))
+    level = F.col("g_level")
+    own: dict[str, list[Any]] = {"l_tkey": [], "l_lo": [], "l_hi": [], "l_level": []}
+    for key, (times, marks) in sorted(plan.marks.barriers.items()):
+        lows, highs, levels = _ranges(times, marks)
+        own["l_tkey"] += [key] * len(lows)
+        own["l_lo"] += lows
+        own["l_hi"] += highs
+        own["l_level"] += levels
+    if own["l_tkey"]:
+        # A table with barriers of its own (the global ones merged in) is levelled by them only.
+        frame = frame.join(F.broadcast(local_frame(spark, {
+            "l_tkey": pa.array(own["l_tkey"], pa.string()), "l_lo": pa.array(own["l_lo"], pa.int64()),
+            "l_hi": pa.array(own["l_hi"], pa.int64()), "l_level": pa.array(own["l_level"], pa.int32())})),
+            (F.col("tkey") == F.col("l_tkey")) & (F.col("ts") > F.col("l_lo")) & (F.col("ts") <= F.col("l_hi")),
+            "left")
+        level = F.coalesce(F.col("l_level"), level)
+    if not staged and plan.carry:
+        # A re-sent row: at or below the released ts, or its partition's resolved ts where it was read.
         frame = frame.join(F.broadcast(local_frame(spark, {
             "topic": pa.array([t for t, _, _ in plan.carry], pa.string()),
             "partition": pa.array([p for _, p, _ in plan.carry], pa.int32()),
             "seg": pa.array([s for _, _, s in plan.carry], pa.int64()),
             "carry": pa.array(list(plan.carry.values()), pa.int64())})), ["topic", "partition", "seg"], "left")
-        before = F.greatest(F.col("rb"), F.coalesce(F.col("carry"), F.lit(0).cast("long")))
-    kept = frame.where((F.col("ts") > F.lit(plan.marks.released)) & (F.col("ts") > before))
-    return kept.select(*DECODED_SCHEMA.names, *flags).select(*names)
+    if not staged:
+        before = F.greatest(F.col("rb"), F.coalesce(F.col("carry"), F.col("rb"))) if plan.carry else F.col("rb")
+        frame = frame.where((F.col("ts") > F.col("p_released")) & (F.col("ts") > before))
+    level = F.when(F.col("ts") > F.col("p_limit"), F.lit(-1)).otherwise(level)
+    return frame.select(*DECODED_SCHEMA.names, F.lit(staged).alias("staged"), level.cast("int").alias("level")
+                        ).select(*names)
 
 
-#: Beyond this many DDL barriers in a batch the segment level is computed in Python (a CASE that size is slow).
-_MAX_BARRIERS = 400
+def _ranges(times: list[int], levels: list[int]) -> tuple[list[int], list[int], list[int]]:
+    # Barriers → (low, high] commit ts ranges and their levels, as Marks.level: a row at a barrier's ts goes before
+    # it; the ranges cover every ts.
+    lows, highs, out = [_MIN_TS], [], [0]
+    for ts, wave in zip(times, levels):
+        highs.append(ts)
+        lows.append(ts)
+        out.append(wave)
+    highs.append(_MAX_TS)
+    return lows, highs, out
 
 
-def level_column(plan: BatchPlan) -> Any:
-    """The segment level of a change row as a Spark column (as ``Marks.level``); None when there are too many DDLs."""
-    from pyspark.sql import functions as F
-
-    barriers, everywhere = plan.marks.barriers, plan.marks.global_barriers
-    if sum(len(times) for times, _ in barriers.values()) + len(everywhere[0]) > _MAX_BARRIERS:
-        return None
-
-    def steps(times: list[int], levels: list[int]) -> Any:
-        # bisect_left: the level of the last barrier strictly before the row's commit ts (rows at a DDL's ts
-        # go before it); checked from the last barrier down.
-        column = None
-        for ts, wave in sorted(zip(times, levels), reverse=True):
-            test = F.col("ts") > F.lit(ts)
-            column = F.when(test, F.lit(wave)) if column is None else column.when(test, F.lit(wave))
-        return F.lit(0) if column is None else column.otherwise(F.lit(0))
-
-    column = None
-    for key, (times, levels) in sorted(barriers.items()):
-        test = F.col("tkey") == F.lit(key)
-        column = (F.when(test, steps(times, levels)) if column is None
-                  else column.when(test, steps(times, levels)))
-    default = steps(*everywhere)
-    return default if column is None else column.otherwise(default)
+_MIN_TS: Final = -(1 << 63)
+_MAX_TS: Final = (1 << 63) - 1
 
 
-def _summarize(marked: Any, limit: int, infos: Collection[str], spark: Any) -> list[dict[str, Any]]:
+def _summarize(marked: Any, infos: Collection[str], spark: Any) -> list[dict[str, Any]]:
     """Per (table, level, pending): its unique changes (``rows``), their deliveries (``copies``) and what to prepare.
 
     One query on narrow columns (the wide rows are neither shuffled nor cached for it): per change identity, then
@@ -661,7 +675,7 @@ def _summarize(marked: Any, limit: int, infos: Collection[str], spark: Any) -> l
     numbers = local_frame(spark, {"info": pa.array(digests, pa.string()),
                                   "info_n": pa.array(range(len(digests)), pa.int32())})
     kinds = F.array_position(F.array(*[F.lit(k) for k in HANDLE_KINDS]), F.col("hkind")).cast("int")
-    pending = (F.col("ts") > limit).alias("pending")
+    pending = (F.col("level") < 0).alias("pending")  # above the limit (mark_columns)
     changes = (marked.join(F.broadcast(numbers), "info", "left")
                .groupBy("tkey", "ident", "level", pending)
                .agg(F.count(F.lit(1)).alias("copies"), F.max("ts").alias("ts"), F.max("rank").alias("rank"),
