@@ -208,6 +208,47 @@ def test_spark_marks_drop_and_level_exactly_the_rows_the_python_marks_do(spark: 
 
 
 @pytest.mark.spark
+def test_a_batch_with_other_numbers_marks_its_rows_with_the_code_spark_compiled_before(spark: Any) -> None:
+    import pyarrow as pa
+
+    from pyticdc.spark.apply.batch import mark_columns
+    from pyticdc.spark.apply.decode import CHANGE_SCHEMA, DECODED_SCHEMA, mark_changes
+    from pyticdc.spark.apply.plan import BatchPlan
+
+    compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+
+    def batch(base: int, own: int) -> tuple[BatchPlan, pa.Table]:
+        # Rows of two tables in two partitions; table a has barriers of its own, every table a global one.
+        rows = [{"kind": "row", "topic": "t", "partition": n % 2, "offset": n, "idx": 0,
+                 "tkey": tkey("s", "ab"[n % 3 // 2]), "ts": base + 10 * n, "rb": base + 10 * n - 25, "seg": n % 2}
+                for n in range(60)]
+        a_times = [base + 100 + 90 * k for k in range(own)]
+        marks = Marks({}, {}, base + 40, {tkey("s", "a"): ([*a_times, base + 300], [*range(1, own + 1), own + 1])},
+                      ([base + 300], [own + 1]))
+        plan = BatchPlan(limit=base + 500, watermark=base + 500, released_before=base, next_offsets={}, resolved={},
+                         marks=marks, carry={("t", 0, 0): base + 60, ("t", 1, 1): base + 20})
+        return plan, pa.Table.from_pylist(rows, schema=DECODED_SCHEMA)
+
+    def marked(plan: BatchPlan, rows: pa.Table) -> list[tuple[Any, ...]]:
+        spark_rows = mark_columns(spark, spark.createDataFrame(rows), plan, False).toArrow()
+        python = pa.Table.from_batches(list(mark_changes(iter(rows.to_batches()), plan.marks, staged=False,
+                                                         limit=plan.limit)), schema=CHANGE_SCHEMA)
+
+        def keyed(table: pa.Table) -> list[tuple[Any, ...]]:
+            return sorted(zip(*(table.column(c).to_pylist() for c in ("offset", "level"))))
+
+        assert keyed(spark_rows) == keyed(python)
+        return keyed(python)
+
+    first = marked(*batch(1_000, 2))
+    assert {level for _, level in first} == {-1, 0, 1, 2, 3} and len(first) < 60  # re-sent rows dropped
+    before = compiled.getCount()
+    second = marked(*batch(7_777_000, 3))  # other numbers, another barrier count
+    assert {level for _, level in second} == {-1, 0, 1, 2, 3, 4}
+    assert compiled.getCount() == before
+
+
+@pytest.mark.spark
 def test_auto_is_the_default_engine_and_picks_the_distributed_one_where_it_applies(spark: Any, tmp_path: Path) -> None:
     from pyticdc.replica.modelling import Modelling
     from pyticdc.spark.replication import ReplicationSource, SparkReplication
