@@ -219,11 +219,14 @@ def test_a_batch_with_other_numbers_marks_its_rows_with_the_code_spark_compiled_
 
     def batch(base: int, own: int) -> tuple[BatchPlan, pa.Table]:
         # Rows of two tables in two partitions; table a has barriers of its own, every table a global one.
+        # Each partition read by one task that saw no watermark before the rows (rb 0): the resolved ts before
+        # a row is its partition's carry, as the Python marks have it from the committed resolved ts.
         rows = [{"kind": "row", "topic": "t", "partition": n % 2, "offset": n, "idx": 0,
-                 "tkey": tkey("s", "ab"[n % 3 // 2]), "ts": base + 10 * n, "rb": base + 10 * n - 25, "seg": n % 2}
+                 "tkey": tkey("s", "ab"[n % 3 // 2]), "ts": base + 10 * n, "rb": 0, "seg": n % 2}
                 for n in range(60)]
         a_times = [base + 100 + 90 * k for k in range(own)]
-        marks = Marks({}, {}, base + 40, {tkey("s", "a"): ([*a_times, base + 300], [*range(1, own + 1), own + 1])},
+        marks = Marks({}, {("t", 0): base + 60, ("t", 1): base + 20}, base + 40,
+                      {tkey("s", "a"): ([*a_times, base + 300], [*range(1, own + 1), own + 1])},
                       ([base + 300], [own + 1]))
         plan = BatchPlan(limit=base + 500, watermark=base + 500, released_before=base, next_offsets={}, resolved={},
                          marks=marks, carry={("t", 0, 0): base + 60, ("t", 1, 1): base + 20})
