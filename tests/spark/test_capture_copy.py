@@ -34,7 +34,7 @@ def test_a_batch_reads_exactly_the_files_holding_its_offsets(tmp_path: Path) -> 
         next_offset[tp] += 1
     records[1500:1500] = [("file:x", -1, 17)]
     _write(tmp_path / "copy", records, per_file=400, per_group=64)
-    copy = CaptureCopy.of(tmp_path / "copy", None)
+    copy = CaptureCopy.of(tmp_path / "copy")
     assert len(copy.files) == 8
     assert copy.last_offsets() == {tp: count - 1 for tp, count in next_offset.items()}  # the line left out
     contents = {path: set(zip(*pq.read_table(path, columns=["topic", "partition", "offset"]).to_pydict().values()))
@@ -119,7 +119,7 @@ def test_a_split_is_copied_sorted_into_files_whose_offsets_it_reports(tmp_path: 
                    if r["partition"] != -1), key=repr) == sorted(records, key=repr)
     assert sorted(r["value"] for r in copied if r["partition"] == -1) == sorted(bad)
     # What the tasks report is what the files hold.
-    assert CaptureCopy.of(tmp_path / "copy", None).files == tuple(
+    assert CaptureCopy.of(tmp_path / "copy").files == tuple(
         (path, tuple(sorted(row[1:] for row in reported if row[0] == path))) for path in paths)
 
 
@@ -130,7 +130,7 @@ def test_the_copy_job_names_the_files_it_wrote(spark: object, tmp_path: Path) ->
     options = {"protocol": "canal-json", "output": "records", "path": str(tmp_path / "capture.jsonl"),
                "maxPartitionBytes": "50000"}
     copy = write_copy(spark, options, tmp_path / "copy", 100, 8_000)
-    assert copy.files == CaptureCopy.of(tmp_path / "copy", None).files and len(copy.files) >= 3
+    assert copy.files == CaptureCopy.of(tmp_path / "copy").files and len(copy.files) >= 3
     batch = copy.batch({tp: (0, 1000) for tp in copy.last_offsets()}, lines=True)
     assert sum(batch.read_file(index).num_rows for index in range(len(batch.paths))) == len(records) + len(bad)
     (tmp_path / "blank.jsonl").write_bytes(b"\n \n")

@@ -47,12 +47,11 @@ _HELD_DDL: Final = "path string, topic string, partition int, first bigint, last
 class CaptureCopy:
     """The capture's Parquet copy: per file, the offsets it holds of each partition."""
 
-    schema: Any
     #: (path, ((topic, partition, first offset, last offset), ...)); lines that are no record have partition -1.
     files: tuple[tuple[str, tuple[tuple[str, int, int, int], ...]], ...]
 
     @classmethod
-    def of(cls, folder: Path, schema: Any) -> CaptureCopy:
+    def of(cls, folder: Path) -> CaptureCopy:
         """The copy in ``folder`` (reads its topic, partition and offset columns, one file at a time)."""
         import pyarrow.parquet as pq
 
@@ -61,7 +60,7 @@ class CaptureCopy:
             held = _held(pq.read_table(path, columns=["topic", "partition", "offset"]))
             if held:
                 files.append((str(path), held))
-        return cls(schema, tuple(files))
+        return cls(tuple(files))
 
     def last_offsets(self) -> dict[TopicPartition, int]:
         """Each partition's last offset in the copy (lines that are no record left out)."""
@@ -179,19 +178,14 @@ def write_copy(spark: Any, options: Mapping[str, str], folder: Path, per_file: i
                row_group_bytes: int) -> CaptureCopy:
     """The copy of the capture files the ``pyticdc`` data source ``options`` name, written to ``folder`` (one
     Spark job: a task per split of the files)."""
-    from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
-
-    schema = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
-                         StructField("topic", StringType()), StructField("partition", IntegerType()),
-                         StructField("offset", LongType())])
     parsed = SourceOptions.parse(dict(options))
     partitions = capture_input_partitions(parsed)
     if not partitions:
-        return CaptureCopy(schema, ())
+        return CaptureCopy(())
     job = functools.partial(_copy_tasks, partitions=partitions, options=parsed, folder=str(folder),
                             per_file=per_file, row_group_bytes=row_group_bytes)
     rows = spark.range(len(partitions), numPartitions=len(partitions)).mapInArrow(job, _HELD_DDL).toArrow()
     files: dict[str, list[tuple[str, int, int, int]]] = {}
     for row in rows.to_pylist():
         files.setdefault(row["path"], []).append((row["topic"], row["partition"], row["first"], row["last"]))
-    return CaptureCopy(schema, tuple((path, tuple(sorted(held))) for path, held in sorted(files.items())))
+    return CaptureCopy(tuple((path, tuple(sorted(held))) for path, held in sorted(files.items())))

@@ -618,8 +618,8 @@ def mark_columns(spark: Any, frame: Any, plan: BatchPlan, staged: bool) -> Any:
         (F.col("ts") > F.col("g_lo")) & (F.col("ts") <= F.col("g_hi")))
     level = F.col("g_level")
     own: dict[str, list[Any]] = {"l_tkey": [], "l_lo": [], "l_hi": [], "l_level": []}
-    for key, (times, marks) in sorted(plan.marks.barriers.items()):
-        lows, highs, levels = _ranges(times, marks)
+    for key, (times, waves) in sorted(plan.marks.barriers.items()):
+        lows, highs, levels = _ranges(times, waves)
         own["l_tkey"] += [key] * len(lows)
         own["l_lo"] += lows
         own["l_hi"] += highs

@@ -509,10 +509,10 @@ class Marks:
 
 
 def mark_changes(batches: Iterator[pa.RecordBatch], marks: Marks, staged: bool,
-                 limit: int = (1 << 63) - 1) -> Iterator[pa.RecordBatch]:
+                 limit: int | None = None) -> Iterator[pa.RecordBatch]:
     """Row changes → themselves with ``staged`` and ``level``, re-sent ones dropped (kept: rows of ``staged`` input).
 
-    Rows above ``limit`` (they wait for a later batch) get level -1.
+    Rows above ``limit`` (they wait for a later batch) get level -1; None: no limit.
     """
     for batch in batches:
         # Only the columns the marks read become Python objects (the images stay Arrow).
@@ -524,7 +524,7 @@ def mark_changes(batches: Iterator[pa.RecordBatch], marks: Marks, staged: bool,
             if not staged and (ts <= marks.released or ts <= marks.resolved_before(topic, partition, offset, idx)):
                 continue
             keep.append(index)
-            levels.append(-1 if ts > limit else marks.level(key, ts))
+            levels.append(-1 if limit is not None and ts > limit else marks.level(key, ts))
         if not keep:
             continue
         taken = batch.select(_NAMES).take(pa.array(keep, pa.int32()))
