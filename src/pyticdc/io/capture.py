@@ -68,6 +68,7 @@ __all__ = [
     "plan_splits",
     "read_capture",
     "read_split",
+    "read_split_batches",
     "record_line",
     "records_to_arrow",
     "writable_format",
@@ -310,13 +311,12 @@ def _kcat_bytes(value: Any) -> bytes | None:
     return orjson.dumps(value)
 
 
-def _read_lines(
-    path: Path, format: str, start: int = 0, end: int | None = None, *, lenient: bool = False,
-) -> Iterator[KafkaRecord | BadLine]:
-    """Records of the lines that start in ``[start, end)`` (the whole file for end=None).
+#: Bytes of whole lines read at a time (a block ends at the end of the line holding its last byte).
+_BLOCK_BYTES: Final = 4 << 20
 
-    ``lenient`` yields a BadLine for a malformed line instead of raising CaptureError.
-    """
+
+def _line_blocks(path: Path, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """(byte position, bytes) of blocks of whole lines: the lines that start in ``[start, end)``, in order."""
     with _open_text(path) as handle:
         position = 0
         if start > 0:
@@ -324,24 +324,123 @@ def _read_lines(
             handle.seek(start - 1)
             position = start - 1 + len(handle.readline())
         while end is None or position < end:
-            line = handle.readline()
-            if not line:
+            block = handle.read(_BLOCK_BYTES if end is None else min(_BLOCK_BYTES, end - position))
+            if not block:
                 break
-            at = position
-            position += len(line)
-            if line.isspace():  # a blank line (isspace: strip()'s whitespace, without the copy)
-                continue
-            # The plain line first: its position is formatted only for a line that needs the words.
-            found = _fast_jsonl(line) if format == "jsonl" else None
-            if found is not None:
-                yield found
-                continue
-            try:
-                yield _parse_fields(line, format, f"{path} (byte {at})")
-            except CaptureError as exc:
-                if not lenient:
-                    raise
-                yield BadLine(str(path), at, line.rstrip(b"\r\n"), str(exc))
+            if not block.endswith(b"\n"):
+                block += handle.readline()  # the last line started in the block: it is the block's, to its end
+            yield position, block
+            position += len(block)
+
+
+def _block_lines(path: Path, format: str, block: bytes, at: int, *,
+                 lenient: bool) -> Iterator[KafkaRecord | BadLine]:
+    # The records of one block, line by line (``at``: the block's byte position in the file).
+    begin, size = 0, len(block)
+    while begin < size:
+        stop = block.find(b"\n", begin)
+        stop = size if stop < 0 else stop + 1
+        line = block[begin:stop]
+        where, begin = at + begin, stop
+        if line.isspace():  # a blank line (isspace: strip()'s whitespace, without the copy)
+            continue
+        # The plain line first: its position is formatted only for a line that needs the words.
+        found = _fast_jsonl(line) if format == "jsonl" else None
+        if found is not None:
+            yield found
+            continue
+        try:
+            yield _parse_fields(line, format, f"{path} (byte {where})")
+        except CaptureError as exc:
+            if not lenient:
+                raise
+            yield BadLine(str(path), where, line.rstrip(b"\r\n"), str(exc))
+
+
+def _read_lines(
+    path: Path, format: str, start: int = 0, end: int | None = None, *, lenient: bool = False,
+) -> Iterator[KafkaRecord | BadLine]:
+    """Records of the lines that start in ``[start, end)`` (the whole file for end=None).
+
+    ``lenient`` yields a BadLine for a malformed line instead of raising CaptureError.
+    """
+    for at, block in _line_blocks(path, start, end):
+        yield from _block_lines(path, format, block, at, lenient=lenient)
+
+
+def _plain_block(block: bytes) -> list[_JsonlLine] | None:
+    """The lines of a ``jsonl`` block parsed as :func:`_fast_jsonl` parses a plain line, when all are plain;
+    else None (a blank line too: the block is then read line by line)."""
+    if not block.isascii() or b"\\u" in block:
+        return None
+    try:
+        # Split at the newlines, as readline does (msgspec's decode_lines takes any whitespace between values:
+        # an object spanning two lines, or two on one line, would pass).
+        return [_read_jsonl(line) for line in block.split(b"\n") if line]
+    except msgspec.DecodeError:
+        return None
+
+
+def _fields_batch(fields: list[_JsonlLine]) -> Any:
+    # The records of plain lines as one Arrow batch (records_to_arrow's columns); None when a key or value is
+    # not strict base64 (the block is then read line by line, which words the error).
+    import pyarrow as pa
+
+    try:
+        keys = [None if f.key is None else _strict_b64(f.key) for f in fields]
+        values = [None if f.value is None else _strict_b64(f.value) for f in fields]
+    except (binascii.Error, ValueError):
+        return None
+    return pa.RecordBatch.from_arrays([
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+        pa.array([f.topic for f in fields], pa.string()),
+        pa.array([f.partition for f in fields], pa.int32()),
+        pa.array([f.offset for f in fields], pa.int64()),
+        pa.array([f.timestamp * 1000 if f.timestamp and f.timestamp > 0 else None for f in fields],
+                 pa.timestamp("us", tz="UTC")),
+        pa.repeat(pa.scalar(_CREATE_TIME, pa.int32()), len(fields)),
+    ], schema=kafka_arrow_schema())
+
+
+def _batched(items: Iterable[KafkaRecord | BadLine], rows: int) -> Iterator[Any]:
+    # Records as Arrow batches of at most ``rows``, a BadLine in its place between them.
+    chunk: list[KafkaRecord] = []
+    for item in items:
+        if isinstance(item, BadLine):
+            if chunk:
+                yield records_to_arrow(chunk)
+                chunk = []
+            yield item
+            continue
+        chunk.append(item)
+        if len(chunk) >= rows:
+            yield records_to_arrow(chunk)
+            chunk = []
+    if chunk:
+        yield records_to_arrow(chunk)
+
+
+def read_split_batches(split: CaptureSplit, *, rows: int = 65536) -> Iterator[Any]:
+    """:func:`read_split`'s records (lenient) as Arrow batches of the Kafka columns (:func:`kafka_arrow_schema`),
+    at most ``rows`` each; a malformed line as its BadLine, in its place. Needs pyarrow.
+
+    A ``jsonl`` block of plain lines (:func:`_plain_block`) is read in one msgspec pass and goes to Arrow
+    without a KafkaRecord per line; any other block is read line by line.
+    """
+    import_parquet()
+    if split.format != "jsonl":
+        yield from _batched(read_split(split, lenient=True), rows)
+        return
+    path = Path(split.path)
+    for at, block in _line_blocks(path, split.start, split.end):
+        fields = _plain_block(block)
+        batch = None if fields is None else _fields_batch(fields)
+        if batch is None:
+            yield from _batched(_block_lines(path, "jsonl", block, at, lenient=True), rows)
+            continue
+        for offset in range(0, batch.num_rows, rows):
+            yield batch.slice(offset, rows)
 
 
 # --------------------------------------------------------------------------- parquet

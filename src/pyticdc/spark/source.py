@@ -51,7 +51,15 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from pyticdc.arrow.rows import RecordDecoder, event_arrow_schema
-from pyticdc.io.capture import BadLine, CaptureSplit, capture_files, kafka_arrow_schema, plan_splits, read_split
+from pyticdc.io.capture import (
+    BadLine,
+    CaptureSplit,
+    capture_files,
+    kafka_arrow_schema,
+    plan_splits,
+    read_split,
+    read_split_batches,
+)
 from pyticdc.io.capture import records_to_arrow as _records_to_arrow
 from pyticdc.io.kafka import (
     EARLIEST,
@@ -130,8 +138,12 @@ def read_partition(options: SourceOptions, partition: InputPartition) -> Iterato
     else:
         raise TypeError(f"unexpected input partition {partition!r}")
     if options.output == "records":
-        yield from _record_batches((_bad_line_record(r) if isinstance(r, BadLine) else r for r in records),
-                                   options.batch_rows)
+        if isinstance(partition, CapturePartition):
+            # Plain capture lines go to Arrow in blocks, without a record object each.
+            for item in read_split_batches(partition.split, rows=options.batch_rows):
+                yield _records_to_arrow([_bad_line_record(item)]) if isinstance(item, BadLine) else item
+            return
+        yield from _record_batches(records, options.batch_rows)
         return
     lookback = None
     if isinstance(partition, KafkaPartition) and options.stateful and options.schema_lookback:
