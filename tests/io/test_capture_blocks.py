@@ -84,7 +84,12 @@ def test_a_block_of_plain_lines_is_read_in_one_pass(tmp_path: Path, monkeypatch:
     path = tmp_path / "capture.jsonl"
     path.write_bytes(b"".join(lines))
     by_line: list[Any] = []
-    monkeypatch.setattr(capture, "_block_lines", lambda *a, **k: by_line.append(a) or iter(()))
+
+    def line_by_line(*args: Any, **kwargs: Any) -> Any:
+        by_line.append(args)
+        return iter(())
+
+    monkeypatch.setattr(capture, "_block_lines", line_by_line)
     batches = list(read_split_batches(CaptureSplit(str(path), "jsonl"), rows=128))
     assert not by_line  # no block went line by line
     rows = _read(batches)
