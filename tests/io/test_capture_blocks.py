@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyticdc.errors import CaptureError
 from pyticdc.io import capture
 from pyticdc.io.capture import BadLine, CaptureSplit, read_split, read_split_batches, records_to_arrow
 from pyticdc.model import KafkaRecord
@@ -110,3 +111,76 @@ def test_a_bad_line_in_a_block_keeps_its_place_and_byte_position(tmp_path: Path)
     assert isinstance(line, BadLine)
     assert line.position == len(good[0]) + len(good[1]) and line.line == bad.rstrip(b"\n")
     assert "not valid base64" in line.reason
+
+
+def _nullable(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.none(), values)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(_nullable(st.binary(max_size=6)), _nullable(st.binary(max_size=6)),
+                               st.sampled_from(["cdc", "é"]), st.integers(0, 3), st.integers(-1, 2**40),
+                               _nullable(st.integers(-(2**40), 2**40))), max_size=30),
+       key=st.booleans(), unit=st.sampled_from(["s", "ms", "us", "ns", "int", "none"]),
+       odd=st.sampled_from(["", "null topic", "null partition", "int64 partition", "string offset",
+                                   "big partition", "huge ms"]))
+def test_parquet_row_groups_read_as_columns_are_the_records(rows: list[Any], key: bool, unit: str,
+                                                            odd: str) -> None:
+    import pyarrow as pa
+
+    count = len(rows)
+    keys, values, topics, partitions, offsets, stamps = (list(c) for c in zip(*rows)) if rows else ([],) * 6
+    columns: dict[str, Any] = {"value": pa.array(values, pa.binary()), "topic": pa.array(topics, pa.string()),
+                               "partition": pa.array(partitions, pa.int32()), "offset": pa.array(offsets, pa.int64())}
+    if key:
+        columns["key"] = pa.array(keys, pa.binary())
+    if unit == "int":
+        columns["timestamp"] = pa.array(stamps, pa.int64())
+    elif unit != "none":
+        scale = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit]
+        columns["timestamp"] = pa.array([None if s is None else s * scale // 1000 if scale >= 1000 else s // 1000
+                                         for s in stamps], pa.timestamp(unit, tz="UTC"))
+    if odd == "null topic" and count:
+        columns["topic"] = pa.array([None, *topics[1:]], pa.string())
+    elif odd == "null partition" and count:
+        columns["partition"] = pa.array([*partitions[:-1], None], pa.int32())
+    elif odd == "int64 partition":
+        columns["partition"] = pa.array(partitions, pa.int64())
+    elif odd == "string offset":
+        columns["offset"] = pa.array([str(o) for o in offsets], pa.string())
+    elif odd == "big partition" and count:
+        columns["partition"] = pa.array([2**40, *partitions[1:]], pa.int64())
+    elif odd == "huge ms" and count:
+        columns["timestamp"] = pa.array([2**62, *stamps[1:]], pa.int64())
+    table = pa.table(columns)
+
+    def outcome(read: Any) -> Any:
+        try:
+            return read().to_pylist()
+        except (CaptureError, ValueError, TypeError, ArithmeticError) as exc:  # alike on what no source writes
+            return type(exc).__name__
+
+    fast = outcome(lambda: capture.kafka_columns(table))
+    reference = outcome(lambda: records_to_arrow(list(capture.arrow_to_records(table))))
+    assert fast == reference
+    if odd == "" and unit != "none":
+        assert isinstance(fast, list)
+
+
+def test_a_parquet_split_reads_its_row_groups_in_batches(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    records = [KafkaRecord(topic="cdc", partition=i % 2, offset=i, key=None, value=b"v%d" % i,
+                           timestamp_ms=1_700_000_000_000 + i) for i in range(50)]
+    path = tmp_path / "capture.parquet"
+    pq.write_table(pa_table(records), path, row_group_size=20)
+    split = CaptureSplit(str(path), "parquet", row_groups=(1, 2))
+    batches = list(read_split_batches(split, rows=8))
+    assert [b.num_rows for b in batches] == [8, 8, 4, 8, 2]
+    assert _read(batches) == _by_line(split) and [r["offset"] for r in _read(batches)] == list(range(20, 50))
+
+
+def pa_table(records: list[KafkaRecord]) -> Any:
+    import pyarrow as pa
+
+    return pa.Table.from_batches([records_to_arrow(records)])

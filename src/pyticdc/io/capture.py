@@ -64,6 +64,7 @@ __all__ = [
     "detect_format",
     "import_parquet",
     "kafka_arrow_schema",
+    "kafka_columns",
     "parse_line",
     "plan_splits",
     "read_capture",
@@ -429,6 +430,12 @@ def read_split_batches(split: CaptureSplit, *, rows: int = 65536) -> Iterator[An
     without a KafkaRecord per line; any other block is read line by line.
     """
     import_parquet()
+    if split.format == "parquet":
+        handle = _parquet_file(Path(split.path))
+        wanted = [c for c in KAFKA_COLUMNS if c in handle.schema_arrow.names]
+        for group in range(handle.num_row_groups) if split.row_groups is None else split.row_groups:
+            yield from kafka_columns(handle.read_row_group(group, columns=wanted)).to_batches(max_chunksize=rows)
+        return
     if split.format != "jsonl":
         yield from _batched(read_split(split, lenient=True), rows)
         return
@@ -493,9 +500,61 @@ def arrow_to_records(batch: Any) -> Iterator[KafkaRecord]:
         timestamps = column.to_pylist()
     else:
         timestamps = [None] * count
-    for key, value, topic, partition, offset, timestamp in zip(keys, values, topics, partitions, offsets, timestamps):
+    for row, (key, value, topic, partition, offset, timestamp) in enumerate(
+            zip(keys, values, topics, partitions, offsets, timestamps)):
+        if topic is None or partition is None or offset is None:
+            raise CaptureError(f"Parquet capture row {row}: a null topic, partition or offset (a Kafka record has all)")
         yield KafkaRecord(topic=topic, partition=int(partition), offset=int(offset), key=key, value=value,
                           timestamp_ms=int(timestamp) if timestamp and timestamp > 0 else 0)
+
+
+#: Milliseconds a timestamp may hold to be microseconds in 64 bits.
+_MAX_MS: Final = ((1 << 63) - 1) // 1000
+
+
+def kafka_columns(table: Any) -> Any:
+    """A table holding (at least) the Kafka source columns as :func:`records_to_arrow` makes them of its
+    :func:`arrow_to_records` records (``pyarrow.Table``), column by column.
+
+    The columns of Spark's Kafka source (or any integer partition, offset and timestamp) go by Arrow casts; a
+    table with null positions, other types or values out of range goes record by record, as before.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = set(table.schema.names)
+    missing = [c for c in ("value", "topic", "partition", "offset") if c not in names]
+    if missing:
+        raise CaptureError(f"Parquet capture lacks the Kafka columns {missing}; it needs {list(KAFKA_COLUMNS)}")
+    count = table.num_rows
+    try:
+        if any(table.column(name).null_count for name in ("topic", "partition", "offset")) or not all(
+                pa.types.is_integer(table.schema.field(name).type) for name in ("partition", "offset")):
+            raise pa.ArrowInvalid("not the source's columns")
+        columns: dict[str, Any] = {
+            "key": table.column("key").cast(pa.binary()) if "key" in names else pa.nulls(count, pa.binary()),
+            "value": table.column("value").cast(pa.binary()),
+            "topic": table.column("topic").cast(pa.string()),
+            "partition": table.column("partition").cast(pa.int32()),
+            "offset": table.column("offset").cast(pa.int64()),
+        }
+        stamps = pa.nulls(count, pa.int64())
+        if "timestamp" in names:
+            stamps = table.column("timestamp")
+            if pa.types.is_timestamp(stamps.type):
+                stamps = pc.cast(pc.cast(stamps, pa.timestamp("ms", tz=stamps.type.tz), safe=False), pa.int64())
+            elif not pa.types.is_integer(stamps.type):
+                raise pa.ArrowInvalid("not the source's timestamp")
+            stamps = stamps.cast(pa.int64())
+            if (pc.max(stamps).as_py() or 0) > _MAX_MS:
+                raise pa.ArrowInvalid("a timestamp past 64-bit microseconds")
+        positive = pc.fill_null(pc.greater(stamps, 0), False)
+        columns["timestamp"] = pc.if_else(positive, pc.multiply(stamps, 1000), None).cast(
+            pa.timestamp("us", tz="UTC"))
+        columns["timestampType"] = pa.repeat(pa.scalar(_CREATE_TIME, pa.int32()), count)
+        return pa.table(columns, schema=kafka_arrow_schema())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return pa.Table.from_batches([records_to_arrow(list(arrow_to_records(table)))], schema=kafka_arrow_schema())
 
 
 def _parquet_file(path: Path) -> Any:
