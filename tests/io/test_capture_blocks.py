@@ -184,3 +184,24 @@ def pa_table(records: list[KafkaRecord]) -> Any:
     import pyarrow as pa
 
     return pa.Table.from_batches([records_to_arrow(records)])
+
+
+def test_a_parquet_row_without_its_coordinates_is_a_bad_line_in_its_place(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa_table([KafkaRecord(topic="cdc", partition=0, offset=i, key=None, value=b"v%d" % i) for i in range(6)])
+    partitions = table.column("partition").to_pylist()
+    partitions[4] = None
+    table = table.set_column(table.schema.get_field_index("partition"), "partition", pa.array(partitions, pa.int32()))
+    path = tmp_path / "capture.parquet"
+    pq.write_table(table, path, row_group_size=3)
+    split = CaptureSplit(str(path), "parquet", row_groups=(1,))
+    items = _read(read_split_batches(split))
+    assert items == _by_line(split)
+    assert [r["offset"] if isinstance(r, dict) else r for r in items] == [
+        3, BadLine(str(path), 4, b"v4", f"{path} (row 4): a null topic, partition or offset (a record has all)"),
+        5]
+    with pytest.raises(CaptureError, match="row 4"):
+        list(capture.read_capture(path))
+    assert capture.bad_line_reason(f"file:{path}", 4, b"v4") == f"capture: {items[1].reason}"

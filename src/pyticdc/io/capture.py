@@ -60,6 +60,7 @@ __all__ = [
     "CaptureSplit",
     "CaptureWriter",
     "arrow_to_records",
+    "bad_line_reason",
     "capture_files",
     "detect_format",
     "import_parquet",
@@ -431,10 +432,13 @@ def read_split_batches(split: CaptureSplit, *, rows: int = 65536) -> Iterator[An
     """
     import_parquet()
     if split.format == "parquet":
-        handle = _parquet_file(Path(split.path))
-        wanted = [c for c in KAFKA_COLUMNS if c in handle.schema_arrow.names]
-        for group in range(handle.num_row_groups) if split.row_groups is None else split.row_groups:
-            yield from kafka_columns(handle.read_row_group(group, columns=wanted)).to_batches(max_chunksize=rows)
+        for first, table in _parquet_groups(Path(split.path), split.row_groups):
+            if any(name in table.column_names and table.column(name).null_count
+                   for name in ("topic", "partition", "offset")):
+                # Rows without their coordinates are bad lines, in their place: record by record.
+                yield from _batched(_arrow_items(table, lenient=True, path=split.path, first_row=first), rows)
+            else:
+                yield from kafka_columns(table).to_batches(max_chunksize=rows)
         return
     if split.format != "jsonl":
         yield from _batched(read_split(split, lenient=True), rows)
@@ -478,7 +482,19 @@ def records_to_arrow(records: Sequence[KafkaRecord]) -> Any:
 
 
 def arrow_to_records(batch: Any) -> Iterator[KafkaRecord]:
-    """KafkaRecords of a table or batch holding (at least) the Kafka source columns."""
+    """KafkaRecords of a table or batch holding (at least) the Kafka source columns.
+
+    A row without its Kafka coordinates (a null topic, partition or offset) is a CaptureError.
+    """
+    for item in _arrow_items(batch):
+        assert isinstance(item, KafkaRecord)  # not lenient: a bad row raises
+        yield item
+
+
+def _arrow_items(batch: Any, *, lenient: bool = False, path: str = "",
+                 first_row: int = 0) -> Iterator[KafkaRecord | BadLine]:
+    # arrow_to_records; ``lenient``: a row without its coordinates is a BadLine of ``path`` at its row number
+    # (``first_row`` is the batch's first), with its value.
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -503,11 +519,17 @@ def arrow_to_records(batch: Any) -> Iterator[KafkaRecord]:
     for row, (key, value, topic, partition, offset, timestamp) in enumerate(
             zip(keys, values, topics, partitions, offsets, timestamps)):
         if topic is None or partition is None or offset is None:
-            raise CaptureError(f"Parquet capture row {row}: a null topic, partition or offset (a Kafka record has all)")
+            reason = f"{path or 'Parquet capture'} (row {first_row + row}): {_NO_COORDINATES}"
+            if not lenient:
+                raise CaptureError(reason)
+            yield BadLine(path, first_row + row, bytes(value or b""), reason)
+            continue
         yield KafkaRecord(topic=topic, partition=int(partition), offset=int(offset), key=key, value=value,
                           timestamp_ms=int(timestamp) if timestamp and timestamp > 0 else 0)
 
 
+#: Why a Parquet capture row is no record.
+_NO_COORDINATES: Final = "a null topic, partition or offset (a record has all)"
 #: Milliseconds a timestamp may hold to be microseconds in 64 bits.
 _MAX_MS: Final = ((1 << 63) - 1) // 1000
 
@@ -557,6 +579,21 @@ def kafka_columns(table: Any) -> Any:
         return pa.Table.from_batches([records_to_arrow(list(arrow_to_records(table)))], schema=kafka_arrow_schema())
 
 
+def bad_line_reason(topic: str, position: int, value: bytes | None) -> str:
+    """Why a capture line handed over as a record of topic ``file:PATH``, partition -1 (``position``: its byte,
+    or a Parquet capture's row) is no record: the reader's words, found again from its bytes."""
+    name = topic.removeprefix("file:")
+    if name.endswith(".parquet"):
+        # Nothing in a Parquet row but its missing coordinates makes it no record.
+        return f"capture: {name} (row {position}): {_NO_COORDINATES}"
+    where = f"{name} (byte {position})"
+    try:
+        parse_line(value or b"", "jsonl", where)
+    except CaptureError as exc:
+        return f"capture: {exc}"
+    return f"capture: {where}: not a record of a Kafka partition"
+
+
 def _parquet_file(path: Path) -> Any:
     pq = import_parquet()
     try:
@@ -565,12 +602,22 @@ def _parquet_file(path: Path) -> Any:
         raise CaptureError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
-def _read_parquet(path: Path, row_groups: Sequence[int] | None = None) -> Iterator[KafkaRecord]:
+def _parquet_groups(path: Path, row_groups: Sequence[int] | None) -> Iterator[tuple[int, Any]]:
+    # (the group's first row number in the file, its Kafka columns) of each row group read.
     handle = _parquet_file(path)
     wanted = [c for c in KAFKA_COLUMNS if c in handle.schema_arrow.names]
-    groups = range(handle.num_row_groups) if row_groups is None else row_groups
-    for group in groups:
-        yield from arrow_to_records(handle.read_row_group(group, columns=wanted))
+    metadata = handle.metadata
+    firsts = [0]
+    for index in range(metadata.num_row_groups):
+        firsts.append(firsts[-1] + metadata.row_group(index).num_rows)
+    for group in range(handle.num_row_groups) if row_groups is None else row_groups:
+        yield firsts[group], handle.read_row_group(group, columns=wanted)
+
+
+def _read_parquet(path: Path, row_groups: Sequence[int] | None = None, *,
+                  lenient: bool = False) -> Iterator[KafkaRecord | BadLine]:
+    for first, table in _parquet_groups(path, row_groups):
+        yield from _arrow_items(table, lenient=lenient, path=str(path), first_row=first)
 
 
 # --------------------------------------------------------------------------- reading
@@ -579,7 +626,9 @@ def read_capture(paths: str | Path | Sequence[str | Path], format: str = "auto")
     for path in capture_files(paths):
         kind = detect_format(path, format)
         if kind == "parquet":
-            yield from _read_parquet(path)
+            for item in _read_parquet(path):
+                assert isinstance(item, KafkaRecord)  # not lenient: bad rows raise
+                yield item
         else:
             for record in _read_lines(path, kind):
                 assert isinstance(record, KafkaRecord)  # not lenient: bad lines raise
@@ -603,7 +652,7 @@ def read_split(split: CaptureSplit, *, lenient: bool = False) -> Iterator[KafkaR
     """The records of one split; ``lenient`` yields BadLine for malformed lines instead of raising."""
     path = Path(split.path)
     if split.format == "parquet":
-        return _read_parquet(path, split.row_groups)
+        return _read_parquet(path, split.row_groups, lenient=lenient)
     return _read_lines(path, split.format, split.start, split.end, lenient=lenient)
 
 

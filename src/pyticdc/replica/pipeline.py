@@ -311,15 +311,9 @@ class Replicator:
     def _quarantine_line(self, record: KafkaRecord) -> None:
         # Partition -1: a capture line that was not a record (the Spark source hands those over with their
         # bytes and byte position, topic "file:PATH"); nothing to decode, straight to the quarantine.
-        from pyticdc.errors import CaptureError
-        from pyticdc.io.capture import parse_line
+        from pyticdc.io.capture import bad_line_reason
 
-        where = f"{record.topic.removeprefix('file:')} (byte {record.offset})"
-        try:
-            parse_line(record.value or b"", "jsonl", where)
-            reason = f"capture: {where}: not a record of a Kafka partition"
-        except CaptureError as exc:
-            reason = f"capture: {exc}"
+        reason = bad_line_reason(record.topic, record.offset, record.value)
         quarantined = QuarantinedRecord(topic=record.topic, partition=record.partition, offset=record.offset,
                                         protocol=self.protocol, reason=reason, key=record.key, value=record.value,
                                         kafka_timestamp=record.timestamp_ms)

@@ -205,7 +205,9 @@ def capture_partitions(paths: str | Sequence[str | Path], capture_format: str = 
         if detect_format(path, capture_format) == "parquet":
             table = import_parquet().read_table(path, columns=["topic", "partition"])
             pairs = table.group_by(["topic", "partition"]).aggregate([]).to_pylist()
-            seen.update((row["topic"], int(row["partition"])) for row in pairs)
+            # A row without its topic or partition is no record (the reader quarantines it).
+            seen.update((row["topic"], int(row["partition"])) for row in pairs
+                        if row["topic"] is not None and row["partition"] is not None)
             continue
         opener: Any = gzip.open if path.name.endswith(".gz") else open
         with opener(path, "rb") as handle:

@@ -524,19 +524,12 @@ class DistributedReplicator:
                                     position=made.position, kind="history")
 
     def _quarantine(self, plan: BatchPlan) -> None:
-        from pyticdc.errors import CaptureError
-        from pyticdc.io.capture import parse_line
+        from pyticdc.io.capture import bad_line_reason
 
         records = list(plan.quarantined)
         for topic, offset, key, value in plan.lines:
-            where = f"{topic.removeprefix('file:')} (byte {offset})"
-            try:
-                parse_line(value or b"", "jsonl", where)
-                reason = f"capture: {where}: not a record of a Kafka partition"
-            except CaptureError as exc:
-                reason = f"capture: {exc}"
             records.append(QuarantinedRecord(topic=topic, partition=-1, offset=offset, protocol=self.protocol,
-                                             reason=reason, key=key, value=value))
+                                             reason=bad_line_reason(topic, offset, value), key=key, value=value))
         if records:
             self.replica.apply(ApplyUnit(kind="quarantine", quarantined=tuple(records),
                                          consistent_ts=self.replica.consistent_ts))
