@@ -269,13 +269,17 @@ class DistributedReplicator:
         if pending:
             # The rows of level -1, by their commit ts: a literal Spark pushes into the Parquet scan, which then
             # skips the row groups below the limit (most of them), at the cost of one class compiled per batch.
-            (self._unique(marked, duplicates, keyed=False).where(F.col("ts") > limit).drop("level", "staged")
+            (self._unique(marked, duplicates, keyed=0).where(F.col("ts") > limit).drop("level", "staged")
              .write.mode("overwrite").parquet(str(self._staging(version + 1))))
             # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes).
             wanted = {i for s in summary if s["pending"] for i in s["infos"]}
             self._infos_path(version + 1).write_bytes(
                 orjson.dumps({i: plan.infos[i] for i in sorted(wanted) if i in plan.infos}))
-        changes = self._unique(marked, duplicates, keyed=True)
+        # One partition per table applied, up to a few per core: an explicit count, which AQE leaves as it is
+        # (it would coalesce a small batch's tables into one task, whose MERGEs then run one after the other).
+        applied = {s["tkey"] for s in summary if not s["pending"]}
+        spread = max(1, min(len(applied), _TASKS_PER_CORE * self.spark.sparkContext.defaultParallelism))
+        changes = self._unique(marked, duplicates, keyed=spread)
         clock = self._lap("stage", clock)
         self.apply_jobs = 0
         for level in range(plan.waves + 1):
@@ -370,13 +374,13 @@ class DistributedReplicator:
         assert union is not None  # the decoded frame is always a source
         return union
 
-    def _unique(self, marked: Any, duplicates: bool, *, keyed: bool) -> Any:
-        """One row per change identity; ``keyed``: shuffled by table first.
+    def _unique(self, marked: Any, duplicates: bool, *, keyed: int) -> Any:
+        """One row per change identity; ``keyed`` (a partition count): shuffled by table into that many first.
 
         One shuffle of the wide rows, by table: the de-duplication (an identity names its table), the net change
         per (table, handle) and the apply grouped by table all run in that partitioning.
         """
-        rows = marked.repartition("tkey") if keyed else marked
+        rows = marked.repartition(keyed, "tkey") if keyed else marked
         if not duplicates:
             return rows
         if set(SOURCE_COLUMNS) & set(self.replica.modelling.metadata_columns):
@@ -652,6 +656,8 @@ def _ranges(times: list[int], levels: list[int]) -> tuple[list[int], list[int], 
     return lows, highs, out
 
 
+#: Apply tasks per core at most (a table is never split: more tasks only even out the tables' sizes).
+_TASKS_PER_CORE: Final = 4
 _MIN_TS: Final = -(1 << 63)
 _MAX_TS: Final = (1 << 63) - 1
 
