@@ -71,6 +71,7 @@ __all__ = [
     "read_capture",
     "read_split",
     "read_split_batches",
+    "record_batches",
     "record_line",
     "records_to_arrow",
     "writable_format",
@@ -405,8 +406,9 @@ def _fields_batch(fields: list[_JsonlLine]) -> Any:
     ], schema=kafka_arrow_schema())
 
 
-def _batched(items: Iterable[KafkaRecord | BadLine], rows: int) -> Iterator[Any]:
-    # Records as Arrow batches of at most ``rows``, a BadLine in its place between them.
+def record_batches(items: Iterable[KafkaRecord | BadLine], rows: int) -> Iterator[Any]:
+    """Records as Arrow batches (:func:`records_to_arrow`) of at most ``rows``; a BadLine as itself, in its
+    place between them."""
     chunk: list[KafkaRecord] = []
     for item in items:
         if isinstance(item, BadLine):
@@ -436,19 +438,19 @@ def read_split_batches(split: CaptureSplit, *, rows: int = 65536) -> Iterator[An
             if any(name in table.column_names and table.column(name).null_count
                    for name in ("topic", "partition", "offset")):
                 # Rows without their coordinates are bad lines, in their place: record by record.
-                yield from _batched(_arrow_items(table, lenient=True, path=split.path, first_row=first), rows)
+                yield from record_batches(_arrow_items(table, lenient=True, path=split.path, first_row=first), rows)
             else:
                 yield from kafka_columns(table).to_batches(max_chunksize=rows)
         return
     if split.format != "jsonl":
-        yield from _batched(read_split(split, lenient=True), rows)
+        yield from record_batches(read_split(split, lenient=True), rows)
         return
     path = Path(split.path)
     for at, block in _line_blocks(path, split.start, split.end):
         fields = _plain_block(block)
         batch = None if fields is None else _fields_batch(fields)
         if batch is None:
-            yield from _batched(_block_lines(path, "jsonl", block, at, lenient=True), rows)
+            yield from record_batches(_block_lines(path, "jsonl", block, at, lenient=True), rows)
             continue
         for offset in range(0, batch.num_rows, rows):
             yield batch.slice(offset, rows)

@@ -59,6 +59,7 @@ from pyticdc.io.capture import (
     plan_splits,
     read_split,
     read_split_batches,
+    record_batches,
 )
 from pyticdc.io.capture import records_to_arrow as _records_to_arrow
 from pyticdc.io.kafka import (
@@ -110,17 +111,6 @@ class CapturePartition(InputPartition):
 
 
 # --------------------------------------------------------------------------- reading one partition
-def _record_batches(records: Iterator[KafkaRecord], rows: int) -> Iterator[pa.RecordBatch]:
-    chunk: list[KafkaRecord] = []
-    for record in records:
-        chunk.append(record)
-        if len(chunk) >= rows:
-            yield _records_to_arrow(chunk)
-            chunk = []
-    if chunk:
-        yield _records_to_arrow(chunk)
-
-
 def _bad_line_record(bad: BadLine) -> KafkaRecord:
     # A capture line that is not a record has no Kafka coordinates: keep its file position and bytes.
     return KafkaRecord(topic=f"file:{bad.path}", partition=-1, offset=bad.position, value=bad.line)
@@ -143,7 +133,7 @@ def read_partition(options: SourceOptions, partition: InputPartition) -> Iterato
             for item in read_split_batches(partition.split, rows=options.batch_rows):
                 yield _records_to_arrow([_bad_line_record(item)]) if isinstance(item, BadLine) else item
             return
-        yield from _record_batches(records, options.batch_rows)
+        yield from record_batches(records, options.batch_rows)
         return
     lookback = None
     if isinstance(partition, KafkaPartition) and options.stateful and options.schema_lookback:
