@@ -36,6 +36,9 @@ _ODD = st.sampled_from([
     b'{"topic":"a","partition":true,"offset":6}\n',  # a bool for an int
     b"not json\n", b"[1, 2]\n", b'{"topic":"a","partition":0,"offset":7,"value":"QUJD"}\r\n',
     b' {"topic":"a","partition":0,"offset":8}\n',
+    # numbers no Kafka record holds (they used to fail the whole Arrow batch, and with it the task)
+    b'{"topic":"a","partition":2147483648,"offset":9}\n', b'{"topic":"a","partition":0,"offset":9223372036854775808}\n',
+    b'{"topic":"a","partition":0,"offset":10,"timestamp":9223372036854776}\n',
 ])
 
 
@@ -205,3 +208,18 @@ def test_a_parquet_row_without_its_coordinates_is_a_bad_line_in_its_place(tmp_pa
     with pytest.raises(CaptureError, match="row 4"):
         list(capture.read_capture(path))
     assert capture.bad_line_reason(f"file:{path}", 4, b"v4") == f"capture: {items[1].reason}"
+
+
+def test_numbers_no_kafka_record_holds_make_a_bad_line_in_every_reader(tmp_path: Path) -> None:
+    path = tmp_path / "capture.jsonl"
+    lines = [b'{"topic":"a","partition":2147483648,"offset":1}', b'{"topic":"a","partition":0,"offset":2**64}',
+             b'{"topic":"a","partition":0,"offset":3,"timestamp":9223372036854776}',
+             b'{"topic":"a","partition":-2147483648,"offset":-9223372036854775808,"timestamp":1700000000000}']
+    path.write_bytes(b"\n".join(lines).replace(b"2**64", b"18446744073709551615") + b"\n")
+    items = _read(read_split_batches(CaptureSplit(str(path), "jsonl")))
+    assert items == _by_line(CaptureSplit(str(path), "jsonl"))
+    assert [type(i).__name__ for i in items] == ["BadLine", "BadLine", "BadLine", "dict"]
+    assert [i.reason.split(": ", 1)[1] for i in items[:3]] == [
+        "'partition' 2147483648 is out of range (-2147483648 to 2147483647)",
+        "'offset' 18446744073709551615 is out of range (-9223372036854775808 to 9223372036854775807)",
+        "timestamp must be milliseconds (at most 9223372036854775) or null"]

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Any, Final, cast
+from typing import IO, Annotated, Any, Final, cast
 
 import msgspec
 import orjson
@@ -224,10 +224,20 @@ def _unb64(text: Any, field: str, where: str) -> bytes | None:
         raise CaptureError(f"{where}: {field!r} is not valid base64") from None
 
 
-def _int_field(envelope: dict[str, Any], name: str, where: str, default: int | None = None) -> int:
+#: The ranges of a Kafka record's numbers, as Spark's Kafka source holds them: an int partition, a bigint
+#: offset, and a timestamp in milliseconds that microseconds still fit in a bigint.
+_PARTITIONS: Final = (-(1 << 31), (1 << 31) - 1)
+_OFFSETS: Final = (-(1 << 63), (1 << 63) - 1)
+_MAX_MS: Final = ((1 << 63) - 1) // 1000
+
+
+def _int_field(envelope: dict[str, Any], name: str, where: str, bounds: tuple[int, int],
+               default: int | None = None) -> int:
     value = envelope.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise CaptureError(f"{where}: {name!r} must be an integer, got {value!r}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise CaptureError(f"{where}: {name!r} {value} is out of range ({bounds[0]} to {bounds[1]})")
     return value
 
 
@@ -235,9 +245,9 @@ class _JsonlLine(msgspec.Struct):
     """A ``jsonl`` line as parse_line's common case reads it (msgspec checks the types in one pass)."""
 
     topic: str
-    partition: int
-    offset: int = -1
-    timestamp: int | None = None
+    partition: Annotated[int, msgspec.Meta(ge=_PARTITIONS[0], le=_PARTITIONS[1])]
+    offset: Annotated[int, msgspec.Meta(ge=_OFFSETS[0], le=_OFFSETS[1])] = -1
+    timestamp: Annotated[int, msgspec.Meta(le=_MAX_MS)] | None = None
     key: str | None = None
     value: str | None = None
 
@@ -289,8 +299,8 @@ def _parse_fields(line: bytes, format: str, where: str) -> KafkaRecord:
     topic = envelope.get("topic")
     if not isinstance(topic, str):
         raise CaptureError(f"{where}: 'topic' must be a string")
-    partition = _int_field(envelope, "partition", where)
-    offset = _int_field(envelope, "offset", where, -1)
+    partition = _int_field(envelope, "partition", where, _PARTITIONS)
+    offset = _int_field(envelope, "offset", where, _OFFSETS, -1)
     if format == "kcat":
         timestamp = envelope.get("ts")
         key = _kcat_bytes(envelope.get("key"))
@@ -299,8 +309,9 @@ def _parse_fields(line: bytes, format: str, where: str) -> KafkaRecord:
         timestamp = envelope.get("timestamp")
         key = _unb64(envelope.get("key"), "key", where)
         value = _unb64(envelope.get("value"), "value", where)
-    if timestamp is not None and (isinstance(timestamp, bool) or not isinstance(timestamp, int)):
-        raise CaptureError(f"{where}: timestamp must be milliseconds or null")
+    if timestamp is not None and (isinstance(timestamp, bool) or not isinstance(timestamp, int)
+                                  or timestamp > _MAX_MS):
+        raise CaptureError(f"{where}: timestamp must be milliseconds (at most {_MAX_MS}) or null")
     return KafkaRecord(topic=topic, partition=partition, offset=offset, key=key, value=value,
                        timestamp_ms=timestamp if timestamp and timestamp > 0 else 0)
 
@@ -532,8 +543,6 @@ def _arrow_items(batch: Any, *, lenient: bool = False, path: str = "",
 
 #: Why a Parquet capture row is no record.
 _NO_COORDINATES: Final = "a null topic, partition or offset (a record has all)"
-#: Milliseconds a timestamp may hold to be microseconds in 64 bits.
-_MAX_MS: Final = ((1 << 63) - 1) // 1000
 
 
 def kafka_columns(table: Any) -> Any:
