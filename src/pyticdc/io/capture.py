@@ -446,8 +446,7 @@ def read_split_batches(split: CaptureSplit, *, rows: int = 65536) -> Iterator[An
     import_parquet()
     if split.format == "parquet":
         for first, table in _parquet_groups(Path(split.path), split.row_groups):
-            if any(name in table.column_names and table.column(name).null_count
-                   for name in ("topic", "partition", "offset")):
+            if _without_positions(table):
                 # Rows without their coordinates are bad lines, in their place: record by record.
                 yield from record_batches(_arrow_items(table, lenient=True, path=split.path, first_row=first), rows)
             else:
@@ -545,6 +544,12 @@ def _arrow_items(batch: Any, *, lenient: bool = False, path: str = "",
 _NO_COORDINATES: Final = "a null topic, partition or offset (a record has all)"
 
 
+def _without_positions(table: Any) -> bool:
+    # Whether a row of ``table`` lacks its topic, partition or offset (no Kafka record).
+    return any(name in table.column_names and table.column(name).null_count > 0
+               for name in ("topic", "partition", "offset"))
+
+
 def kafka_columns(table: Any) -> Any:
     """A table holding (at least) the Kafka source columns as :func:`records_to_arrow` makes them of its
     :func:`arrow_to_records` records (``pyarrow.Table``), column by column.
@@ -561,7 +566,7 @@ def kafka_columns(table: Any) -> Any:
         raise CaptureError(f"Parquet capture lacks the Kafka columns {missing}; it needs {list(KAFKA_COLUMNS)}")
     count = table.num_rows
     try:
-        if any(table.column(name).null_count for name in ("topic", "partition", "offset")) or not all(
+        if _without_positions(table) or not all(
                 pa.types.is_integer(table.schema.field(name).type) for name in ("partition", "offset")):
             raise pa.ArrowInvalid("not the source's columns")
         columns: dict[str, Any] = {

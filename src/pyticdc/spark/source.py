@@ -118,21 +118,22 @@ def _bad_line_record(bad: BadLine) -> KafkaRecord:
 
 def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
     """Arrow batches (events or records) of one input partition; shared by batch and streaming readers."""
+    if options.output == "records" and isinstance(partition, CapturePartition):
+        # Plain capture lines go to Arrow in blocks, without a record object each; a malformed line is a
+        # partition -1 record.
+        for item in read_split_batches(partition.split, rows=options.batch_rows):
+            yield _records_to_arrow([_bad_line_record(item)]) if isinstance(item, BadLine) else item
+        return
     if isinstance(partition, KafkaPartition):
         records: Iterator[Any] = read_range(
             options.client_config, partition.offset_range, poll_timeout=options.poll_timeout_ms / 1000,
             fail_on_data_loss=options.fail_on_data_loss)
     elif isinstance(partition, CapturePartition):
-        # A malformed line never fails the task: it is an error row (events) or a partition -1 record (records).
+        # A malformed line never fails the task: it is an error row.
         records = read_split(partition.split, lenient=True)
     else:
         raise TypeError(f"unexpected input partition {partition!r}")
     if options.output == "records":
-        if isinstance(partition, CapturePartition):
-            # Plain capture lines go to Arrow in blocks, without a record object each.
-            for item in read_split_batches(partition.split, rows=options.batch_rows):
-                yield _records_to_arrow([_bad_line_record(item)]) if isinstance(item, BadLine) else item
-            return
         yield from record_batches(records, options.batch_rows)
         return
     lookback = None
