@@ -68,8 +68,8 @@ class _Looked(dict):  # type: ignore[type-arg]
         return "looked"
 
 
-_VALUES = st.one_of(st.none(), st.integers(), st.text(), st.binary(), st.floats(allow_nan=True),
-                    st.decimals(allow_nan=False), st.booleans())
+_VALUES = st.one_of(st.none(), st.integers(), st.integers(-(1 << 70), 1 << 70), st.text(), st.text(min_size=100),
+                    st.binary(), st.floats(allow_nan=True), st.decimals(allow_nan=False), st.booleans())
 
 
 @settings(max_examples=200)
@@ -89,8 +89,7 @@ def test_c_change_digests_are_the_reprs_digests(columns: list[str], data: st.Dat
             image.pop(data.draw(st.sampled_from(columns)))  # an old image without a key column: Python's to judge
         images.append(None if image is None else Row(image))
     pre, post = images
-    found = helpers.change_digests(f"{schema!r}, {table!r}", table_id, commit_ts, repr(op), pre, post, tuple(columns),
-                                   hashlib.blake2b)
+    found = helpers.change_digests(f"{schema!r}, {table!r}", table_id, commit_ts, repr(op), pre, post, tuple(columns))
     if any(image is not None and not all(name in image for name in columns) for image in images):
         assert found is None
         return
@@ -105,10 +104,36 @@ def test_c_change_digests_decline_what_only_python_may_judge() -> None:
         pytest.skip("the pure-Python form has no C digests")
     args = ("'s', 't'", 1, 2, "'insert'")
     keyed = Row({"id": 1})
-    assert helpers.change_digests(*args, keyed, Row({"name": "x"}), ("id",), hashlib.blake2b) is None  # no key column
-    assert helpers.change_digests(*args, None, _Looked({"id": 1}), ("id",), hashlib.blake2b) is None  # own lookup
-    assert helpers.change_digests(*args, None, [("id", 1)], ("id",), hashlib.blake2b) is None  # not a dict
-    assert helpers.change_digests(*args, None, keyed, (), hashlib.blake2b) is None  # no handle columns
-    assert helpers.change_digests(*args, None, {"id": 1}, ("id",), hashlib.blake2b) is not None
+    assert helpers.change_digests(*args, keyed, Row({"name": "x"}), ("id",)) is None  # no key column
+    assert helpers.change_digests(*args, None, _Looked({"id": 1}), ("id",)) is None  # own lookup
+    assert helpers.change_digests(*args, None, [("id", 1)], ("id",)) is None  # not a dict
+    assert helpers.change_digests(*args, None, keyed, ()) is None  # no handle columns
+    assert helpers.change_digests(*args, None, {"id": 1}, ("id",)) is not None
     with pytest.raises(TypeError):
-        helpers.change_digests(*args, None, keyed, ["id"], hashlib.blake2b)  # a wrong call: a bug, not the input
+        helpers.change_digests(*args, None, keyed, ["id"])  # a wrong call: a bug, not the input
+
+
+@settings(max_examples=300)
+@given(text=st.one_of(st.text(), st.text(min_size=100, max_size=400),
+                      st.integers(0, 400).map(lambda size: "x" * size)))
+def test_c_text_digest_is_hashlibs_blake2b(text: str) -> None:
+    # Every length around the 128-byte blocks (a last block that is full, an empty message), non-ASCII and
+    # lone surrogates (encoded as surrogatepass).
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form has no C digests")
+    assert helpers.text_digest(text) == hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
+                                                        digest_size=16).digest()
+
+
+def test_c_change_digests_decline_a_repr_only_surrogatepass_encodes() -> None:
+    helpers = _fastpath.native()
+    if helpers is None:
+        pytest.skip("the pure-Python form has no C digests")
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "\ud800"
+
+    assert helpers.change_digests("'s', 't'", 1, 2, "'insert'", None, Row({"id": Odd()}), ("id",)) is None
+    assert helpers.change_digests("'s', 't'", 1, 2, "'insert'", None, Row({"id": 1}), ("id",)) is not None

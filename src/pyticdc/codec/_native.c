@@ -1419,41 +1419,185 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* ------------------------------------------------------------------ change-row digests */
 
-static PyObject *digest_kwnames; /* ("digest_size",) */
-static PyObject *digest_size;    /* 16 */
-static PyObject *digest_method;  /* "digest" */
-static PyObject *key_kind;       /* "key" */
-static PyObject *getitem_name;   /* "__getitem__" */
-static PyObject *dict_getitem;   /* dict.__getitem__ */
+/* BLAKE2b (RFC 7693) with a 16-byte digest and no key: what hashlib.blake2b(data, digest_size=16) gives, without
+ * a hash object and two Python calls per digest (the decode takes three digests a row). */
+static const uint64_t blake2b_iv[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
 
-/* blake2b(text as UTF-8 with surrogates passed, digest_size=16).digest() */
-static PyObject *
-text_digest(PyObject *blake2b, PyObject *text)
+static const uint8_t blake2b_sigma[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+static inline uint64_t
+rotr64(uint64_t value, unsigned bits)
 {
-    PyObject *data = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+    return (value >> bits) | (value << (64 - bits));
+}
+
+static inline uint64_t
+load64_le(const unsigned char *p)
+{
+    return (uint64_t)p[0] | ((uint64_t)p[1] << 8) | ((uint64_t)p[2] << 16) | ((uint64_t)p[3] << 24)
+           | ((uint64_t)p[4] << 32) | ((uint64_t)p[5] << 40) | ((uint64_t)p[6] << 48) | ((uint64_t)p[7] << 56);
+}
+
+#define BLAKE2B_G(a, b, c, d, x, y)       \
+    do {                                  \
+        a = a + b + (x);                  \
+        d = rotr64(d ^ a, 32);            \
+        c = c + d;                        \
+        b = rotr64(b ^ c, 24);            \
+        a = a + b + (y);                  \
+        d = rotr64(d ^ a, 16);            \
+        c = c + d;                        \
+        b = rotr64(b ^ c, 63);            \
+    } while (0)
+
+/* One 128-byte block into the state h; ``count``: the message bytes so far, this block's included. */
+static void
+blake2b_compress(uint64_t h[8], const unsigned char block[128], uint64_t count, int last)
+{
+    uint64_t m[16], v[16];
+    for (int i = 0; i < 16; i++) {
+        m[i] = load64_le(block + 8 * i);
+    }
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = blake2b_iv[i];
+    }
+    v[12] ^= count; /* the counter's high word stays 0: a message here is far below 2**64 bytes */
+    if (last) {
+        v[14] = ~v[14];
+    }
+    for (int round = 0; round < 12; round++) {
+        const uint8_t *s = blake2b_sigma[round];
+        BLAKE2B_G(v[0], v[4], v[8], v[12], m[s[0]], m[s[1]]);
+        BLAKE2B_G(v[1], v[5], v[9], v[13], m[s[2]], m[s[3]]);
+        BLAKE2B_G(v[2], v[6], v[10], v[14], m[s[4]], m[s[5]]);
+        BLAKE2B_G(v[3], v[7], v[11], v[15], m[s[6]], m[s[7]]);
+        BLAKE2B_G(v[0], v[5], v[10], v[15], m[s[8]], m[s[9]]);
+        BLAKE2B_G(v[1], v[6], v[11], v[12], m[s[10]], m[s[11]]);
+        BLAKE2B_G(v[2], v[7], v[8], v[13], m[s[12]], m[s[13]]);
+        BLAKE2B_G(v[3], v[4], v[9], v[14], m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++) {
+        h[i] ^= v[i] ^ v[i + 8];
+    }
+}
+
+/* blake2b(data, digest_size=16).digest() as a bytes object. */
+static PyObject *
+blake2b_16(const char *data, Py_ssize_t size)
+{
+    uint64_t h[8];
+    memcpy(h, blake2b_iv, sizeof h);
+    h[0] ^= 0x01010000ULL ^ 16; /* parameter block: digest length 16, no key, fanout 1, depth 1 */
+    const unsigned char *p = (const unsigned char *)data;
+    uint64_t count = 0;
+    while (size > 128) { /* the last block, full or not, is compressed as the last */
+        count += 128;
+        blake2b_compress(h, p, count, 0);
+        p += 128;
+        size -= 128;
+    }
+    unsigned char block[128] = {0};
+    memcpy(block, p, (size_t)size);
+    count += (uint64_t)size;
+    blake2b_compress(h, block, count, 1);
+    unsigned char digest[16];
+    for (int i = 0; i < 16; i++) {
+        digest[i] = (unsigned char)(h[i / 8] >> (8 * (i % 8)));
+    }
+    return PyBytes_FromStringAndSize((const char *)digest, 16);
+}
+
+PyDoc_STRVAR(text_digest_doc,
+"text_digest(text, /)\n--\n\n"
+"blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=16).digest().");
+
+static PyObject *
+text_digest(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    CHECK_NARGS("text_digest", 1);
+    if (!PyUnicode_Check(args[0])) {
+        return malformed("text_digest");
+    }
+    PyObject *data = PyUnicode_AsEncodedString(args[0], "utf-8", "surrogatepass");
     if (data == NULL) {
         return NULL;
     }
-    PyObject *call[2] = {data, digest_size};
-    PyObject *hash = PyObject_Vectorcall(blake2b, call, 1, digest_kwnames);
+    PyObject *digest = blake2b_16(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
     Py_DECREF(data);
-    if (hash == NULL) {
-        return NULL;
-    }
-    PyObject *digest = PyObject_CallMethodNoArgs(hash, digest_method);
-    Py_DECREF(hash);
     return digest;
 }
 
-/* An image's handle ``('key', (values...))``, None for no image; -2 = a decline (not a dict, a key column
- * missing: the Python form's row id and whole-image handles). */
+static PyObject *getitem_name;   /* "__getitem__" */
+static PyObject *dict_getitem;   /* dict.__getitem__ */
+
+/* A str appended as UTF-8; -2 = a decline (not encodable without surrogatepass). */
 static int
-key_handle(PyObject *image, PyObject *columns, PyObject **handle)
+out_text(Out *out, PyObject *text)
+{
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    if (utf8 == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            return -2;
+        }
+        return -1;
+    }
+    return out_put(out, utf8, size);
+}
+
+/* repr(value) appended as UTF-8: an exact int in 64 bits and None written here, anything else by its repr;
+ * -2 = a decline (a repr that is not UTF-8: a lone surrogate, which only Python's surrogatepass may encode). */
+static int
+out_repr(Out *out, PyObject *value)
+{
+    if (value == Py_None) {
+        return out_put(out, "None", 4);
+    }
+    if (PyLong_CheckExact(value)) {
+        int overflow;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (!overflow && !(number == -1 && PyErr_Occurred())) {
+            return out_int(out, number);
+        }
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    PyObject *text = PyObject_Repr(value);
+    if (text == NULL) {
+        return -1;
+    }
+    int result = out_text(out, text);
+    Py_DECREF(text);
+    return result;
+}
+
+/* repr(('key', (image[c] for c in columns))) appended, or "None" for no image; -2 = a decline (not a dict, a
+ * key column missing: the Python form's row id and whole-image handles). */
+static int
+out_key_handle(Out *out, PyObject *image, PyObject *columns)
 {
     if (image == Py_None) {
-        Py_INCREF(Py_None);
-        *handle = Py_None;
-        return 0;
+        return out_put(out, "None", 4);
     }
     /* A dict, or a subclass (Row) whose item lookup is dict's: a missing key declines, so __missing__ never
      * matters. */
@@ -1471,88 +1615,88 @@ key_handle(PyObject *image, PyObject *columns, PyObject **handle)
         }
     }
     Py_ssize_t count = PyTuple_GET_SIZE(columns);
-    PyObject *values = PyTuple_New(count);
-    if (values == NULL) {
+    if (out_put(out, "('key', (", 9) < 0) {
         return -1;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *value = PyDict_GetItemWithError(image, PyTuple_GET_ITEM(columns, i));
         if (value == NULL) {
-            Py_DECREF(values);
             return PyErr_Occurred() ? -1 : -2;
         }
-        Py_INCREF(value);
-        PyTuple_SET_ITEM(values, i, value);
+        Py_INCREF(value); /* a repr may run Python code that changes the image */
+        int result = (i > 0 ? out_put(out, ", ", 2) : 0);
+        if (result == 0) {
+            result = out_repr(out, value);
+        }
+        Py_DECREF(value);
+        if (result < 0) {
+            return result;
+        }
     }
-    *handle = PyTuple_Pack(2, key_kind, values);
-    Py_DECREF(values);
-    return *handle == NULL ? -1 : 0;
+    return count == 1 ? out_put(out, ",))", 3) : out_put(out, "))", 2);
 }
 
 PyDoc_STRVAR(change_digests_doc,
-"change_digests(names, table_id, commit_ts, op, pre, post, columns, blake2b, /)\n--\n\n"
+"change_digests(names, table_id, commit_ts, op, pre, post, columns, /)\n--\n\n"
 "The digests of a change row whose images are keyed by ``columns``: (identity, pre-image handle or None, "
 "post-image handle or None), each blake2b(repr(...), digest_size=16) of the UTF-8 text, the identity's text "
 "``(names, table_id, commit_ts, op, pre handle, post handle)`` with ``names`` and ``op`` already reprs. None "
-"(a decline) when an image lacks a key column or is not a dict.");
+"(a decline) when an image lacks a key column or is not a dict, or a repr holds a lone surrogate.");
 
 static PyObject *
 change_digests(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    CHECK_NARGS("change_digests", 8);
+    CHECK_NARGS("change_digests", 7);
     PyObject *names = args[0], *table_id = args[1], *commit_ts = args[2], *op = args[3];
-    PyObject *pre = args[4], *post = args[5], *columns = args[6], *blake2b = args[7];
-    if (!PyUnicode_Check(names) || !PyUnicode_Check(op) || !PyTuple_Check(columns) || !PyCallable_Check(blake2b)) {
+    PyObject *pre = args[4], *post = args[5], *columns = args[6];
+    if (!PyUnicode_Check(names) || !PyUnicode_Check(op) || !PyTuple_Check(columns)) {
         return malformed("change_digests");
     }
     if (PyTuple_GET_SIZE(columns) == 0) {
         Py_RETURN_NONE;
     }
-    PyObject *pre_handle = NULL, *post_handle = NULL, *pre_repr = NULL, *post_repr = NULL, *text = NULL;
-    PyObject *ident = NULL, *pre_digest = NULL, *post_digest = NULL, *result = NULL;
-    int found = key_handle(pre, columns, &pre_handle);
-    if (found == 0) {
-        found = key_handle(post, columns, &post_handle);
-    }
-    if (found == -2) {
+    /* One buffer: the identity's text, which holds both handles' texts (their digests read them in place). */
+    Out out;
+    out_init(&out);
+    Py_ssize_t pre_start, pre_end, post_start, post_end;
+    int result = out_put(&out, "(", 1);
+    if (result == 0) result = out_text(&out, names);
+    if (result == 0) result = out_put(&out, ", ", 2);
+    if (result == 0) result = out_repr(&out, table_id);
+    if (result == 0) result = out_put(&out, ", ", 2);
+    if (result == 0) result = out_repr(&out, commit_ts);
+    if (result == 0) result = out_put(&out, ", ", 2);
+    if (result == 0) result = out_text(&out, op);
+    if (result == 0) result = out_put(&out, ", ", 2);
+    pre_start = out.size;
+    if (result == 0) result = out_key_handle(&out, pre, columns);
+    pre_end = out.size;
+    if (result == 0) result = out_put(&out, ", ", 2);
+    post_start = out.size;
+    if (result == 0) result = out_key_handle(&out, post, columns);
+    post_end = out.size;
+    if (result == 0) result = out_put(&out, ")", 1);
+    PyObject *answer = NULL;
+    if (result == -2) {
         Py_INCREF(Py_None);
-        result = Py_None;
-        goto done;
+        answer = Py_None;
     }
-    if (found < 0 || (pre_repr = PyObject_Repr(pre_handle)) == NULL
-        || (post_repr = PyObject_Repr(post_handle)) == NULL) {
-        goto done;
+    else if (result == 0) {
+        PyObject *ident = blake2b_16(out.data, out.size);
+        PyObject *pre_digest = pre == Py_None ? Py_NewRef(Py_None) : blake2b_16(out.data + pre_start,
+                                                                              pre_end - pre_start);
+        PyObject *post_digest = post == Py_None ? Py_NewRef(Py_None) : blake2b_16(out.data + post_start,
+                                                                                post_end - post_start);
+        if (ident != NULL && pre_digest != NULL && post_digest != NULL) {
+            answer = PyTuple_Pack(3, ident, pre_digest, post_digest);
+        }
+        Py_XDECREF(ident);
+        Py_XDECREF(pre_digest);
+        Py_XDECREF(post_digest);
     }
-    text = PyUnicode_FromFormat("(%U, %R, %R, %U, %U, %U)", names, table_id, commit_ts, op, pre_repr, post_repr);
-    if (text == NULL || (ident = text_digest(blake2b, text)) == NULL) {
-        goto done;
-    }
-    if (pre == Py_None) {
-        Py_INCREF(Py_None);
-        pre_digest = Py_None;
-    }
-    else if ((pre_digest = text_digest(blake2b, pre_repr)) == NULL) {
-        goto done;
-    }
-    if (post == Py_None) {
-        Py_INCREF(Py_None);
-        post_digest = Py_None;
-    }
-    else if ((post_digest = text_digest(blake2b, post_repr)) == NULL) {
-        goto done;
-    }
-    result = PyTuple_Pack(3, ident, pre_digest, post_digest);
-done:
-    Py_XDECREF(pre_handle);
-    Py_XDECREF(post_handle);
-    Py_XDECREF(pre_repr);
-    Py_XDECREF(post_repr);
-    Py_XDECREF(text);
-    Py_XDECREF(ident);
-    Py_XDECREF(pre_digest);
-    Py_XDECREF(post_digest);
-    return result;
+    out_free(&out);
+    return answer;
 }
 
 static PyMethodDef native_methods[] = {
@@ -1564,6 +1708,7 @@ static PyMethodDef native_methods[] = {
     {"canal_image", (PyCFunction)(void (*)(void))canal_image, METH_FASTCALL, canal_image_doc},
     {"avro_row_image", (PyCFunction)(void (*)(void))avro_row_image, METH_FASTCALL, avro_row_image_doc},
     {"change_digests", (PyCFunction)(void (*)(void))change_digests, METH_FASTCALL, change_digests_doc},
+    {"text_digest", (PyCFunction)(void (*)(void))text_digest, METH_FASTCALL, text_digest_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1583,14 +1728,9 @@ PyMODINIT_FUNC
 PyInit__native(void)
 {
     init_json_plain();
-    digest_kwnames = Py_BuildValue("(s)", "digest_size");
-    digest_size = PyLong_FromLong(16);
-    digest_method = PyUnicode_InternFromString("digest");
-    key_kind = PyUnicode_InternFromString("key");
     getitem_name = PyUnicode_InternFromString("__getitem__");
     dict_getitem = getitem_name == NULL ? NULL : PyObject_GetAttr((PyObject *)&PyDict_Type, getitem_name);
-    if (digest_kwnames == NULL || digest_size == NULL || digest_method == NULL || key_kind == NULL
-        || dict_getitem == NULL) {
+    if (dict_getitem == NULL) {
         return NULL;
     }
     return PyModule_Create(&native_module);

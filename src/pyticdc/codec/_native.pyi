@@ -32,6 +32,9 @@ def avro_row_image(image: Any, plan: tuple[Any, ...], location: bytes, /) -> byt
 
 def change_digests(
     names: str, table_id: int, commit_ts: int, op: str, pre: dict[str, Any] | None, post: dict[str, Any] | None,
-    columns: tuple[str, ...], blake2b: Any, /
+    columns: tuple[str, ...], /
 ) -> tuple[bytes, bytes | None, bytes | None] | None:
     """A keyed change row's identity and handle digests, or None (a decline)."""
+
+def text_digest(text: str, /) -> bytes:
+    """blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=16).digest()."""

@@ -91,6 +91,9 @@ def _digest(value: Any) -> bytes:
 
 
 def _text_digest(text: str) -> bytes:
+    helpers = native()
+    if helpers is not None:
+        return helpers.text_digest(text)  # the same BLAKE2b, without a hash object per digest
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -220,8 +223,7 @@ def _change_fields(row: RowChange, infos: dict[str, str] | None,
     helpers = native()
     # Images keyed by the table's handle columns, the common row: its three digests in one C call.
     found = None if key is not None or not columns or helpers is None else helpers.change_digests(
-        _names_repr(row), row.physical_table_id, row.commit_ts, _OP_REPR[row.op], pre_image, post_image, columns,
-        hashlib.blake2b)
+        _names_repr(row), row.physical_table_id, row.commit_ts, _OP_REPR[row.op], pre_image, post_image, columns)
     if found is not None:
         ident_digest, pre_h, post_h = found
         hkind = "key"
