@@ -93,7 +93,8 @@ def _digest(value: Any) -> bytes:
 def _text_digest(text: str) -> bytes:
     helpers = native()
     if helpers is not None:
-        return helpers.text_digest(text)  # the same BLAKE2b, without a hash object per digest
+        digest: bytes = helpers.text_digest(text)  # the same BLAKE2b, without a hash object per digest
+        return digest
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
