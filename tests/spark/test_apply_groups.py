@@ -13,7 +13,7 @@ def test_task_groups_yield_key_rows_and_task_and_skip_empty_groups() -> None:
               schema.empty_table(),
               pa.Table.from_pylist([{"tkey": "s\x00b", "ts": 3}], schema=schema)]
     tasks = {"s\x00a": "task a", "s\x00b": "task b", "s\x00c": "unused"}
-    assert list(task_groups(iter(tables), tasks)) == [
+    assert [(key, rows.to_pylist(), task) for key, rows, task in task_groups(iter(tables), tasks)] == [
         ("s\x00a", [{"tkey": "s\x00a", "ts": 1}, {"tkey": "s\x00a", "ts": 2}], "task a"),
         ("s\x00b", [{"tkey": "s\x00b", "ts": 3}], "task b"),
     ]

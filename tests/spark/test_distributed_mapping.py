@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
 import pytest
 
 from pyticdc.arrow.rows import row_images
@@ -52,7 +53,7 @@ def _segment(replica: SegmentReplica, changes: list[RowChange]) -> None:
     task = replica.prepare(("s", "t_np"), infos, changes[0].commit_ts, False, "key", ("code",),
                            rows_position(changes[-1].commit_ts), len(changes))
     assert task is not None
-    result = apply_segment([_action(c) for c in changes], task, replica.store)
+    result = apply_segment(pa.Table.from_pylist([_action(c) for c in changes]), task, replica.store)
     replica.finish(("s", "t_np"), task, result, "key", ("code",))
 
 

@@ -6,6 +6,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from pyticdc.model import ColumnInfo, Op, Row, RowChange, TableInfo, TypeCode
@@ -108,7 +109,7 @@ def test_the_merge_source_names_the_winning_record_and_null_where_none_is_known(
     rows = [{**base, "img": '{"a": "1", "b": "x"}', "src_topic": "sim", "src_partition": 2, "src_offset": 41},
             # A row of a driver-engine state kept without its record: partition -1.
             {**base, "img": '{"a": "2", "b": "y"}', "src_topic": "", "src_partition": -1, "src_offset": -1}]
-    table = _project(rows, _INFO, rowid=False, digest=False, time_zone="UTC",
+    table = _project(pa.Table.from_pylist(rows), _INFO, rowid=False, digest=False, time_zone="UTC",
                      modelling=Modelling(metadata_columns=SOURCE_COLUMNS))
     assert table.select(list(SOURCE_COLUMNS)).to_pylist() == [
         {"_source_topic": "sim", "_source_partition": 2, "_source_offset": 41},

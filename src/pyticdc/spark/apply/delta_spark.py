@@ -78,10 +78,10 @@ class _StagingStore(DeltaStore):
 
 def stage_groups(tables: Iterator[pa.Table], tasks: Mapping[str, SegmentTask], folder: str) -> Iterator[pa.Table]:
     """``applyInArrow`` body: the reduced actions of one table → its result row, its MERGE source staged."""
-    for key, rows, task in task_groups(tables, tasks):
+    for key, actions, task in task_groups(tables, tasks):
         store = _StagingStore(Path(task.path).parent.parent, app_id=task.app_id,
                               storage_options=task.storage_options)
-        result = apply_segment(rows, task, store)
+        result = apply_segment(actions, task, store)
         staged: dict[str, Any] = {"source": None, "on_columns": None, "soft_columns": None}
         if store.staged is not None:
             import pyarrow.parquet as pq

@@ -25,6 +25,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyticdc.arrow.rows import parse_table_info, table_info_json
 from pyticdc.arrow.types import typed_arrays
@@ -101,56 +102,66 @@ def _mapped(image: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
     return {names.get(k, k): v for k, v in image.items() if names.get(k, k) != EXCLUDED}
 
 
-def _project(rows: list[dict[str, Any]], info: TableInfo, *, rowid: bool, digest: bool, time_zone: str,
+def _column(actions: pa.Table, name: str) -> pa.Array:
+    # One column as one array (a table's columns are chunked).
+    return actions.column(name).combine_chunks()
+
+
+def _project(actions: pa.Table, info: TableInfo, *, rowid: bool, digest: bool, time_zone: str,
              modelling: Modelling | None = None, renames: Mapping[str, str] | None = None,
              unhashed: frozenset[str] = frozenset()) -> pa.Table:
     # As pyticdc.replica.projection.merge_source, from the reduced rows' image texts (upstream names, mapped to
     # the replica's by ``renames``; ``info`` is the replica's view): soft deletes carry their image as action
-    # "soft" (shape 0 when complete, -1 when not: never inserted, only flagged).
+    # "soft" (shape 0 when complete, -1 when not: never inserted, only flagged). Only the images and their
+    # base64 marks become Python objects; the other columns stay Arrow.
     modelling = modelling or Modelling()
     renames = renames or {}
     soft = modelling.soft_delete
-    images = [_mapped(orjson.loads(r["img"]), renames) if r["img"] else {} for r in rows]
-    marks = [frozenset(renames.get(m, m) for m in orjson.loads(r["marks"]) if renames.get(m, m) != EXCLUDED)
-             if r["marks"] else frozenset() for r in rows]
+    count = actions.num_rows
+    images = [_mapped(orjson.loads(text), renames) if text else {} for text in _column(actions, "img").to_pylist()]
+    marks = [frozenset(renames.get(m, m) for m in orjson.loads(text) if renames.get(m, m) != EXCLUDED)
+             if text else frozenset() for text in _column(actions, "marks").to_pylist()]
     typed = typed_arrays(images, marks, info, time_zone=time_zone)
     schema = replica_schema(info, rowid=rowid, digest=digest, modelling=modelling)
-    deleted = [r["act"] != "upsert" for r in rows]
-    kinds = [("soft" if soft else "delete") if gone else "upsert" for gone in deleted]
-    arrays: list[pa.Array] = [pa.array(kinds, pa.string())]
+    deleted = pc.fill_null(pc.not_equal(_column(actions, "act"), "upsert"), True)
+    arrays: list[pa.Array] = [pc.if_else(deleted, "soft" if soft else "delete", "upsert")]
     names = [OP]
     if soft:
         columns = [c.name for c in info.columns if c.name not in unhashed]  # kept columns: never in images
         arrays.append(pa.array([-1 if gone and not all(c in image for c in columns) else 0
-                                for gone, image in zip(deleted, images)], pa.int32()))
+                                for gone, image in zip(deleted.to_pylist(), images)], pa.int32()))
         names.append(SHAPE)
-    now = dt.datetime.now(dt.timezone.utc)
+    ts = _column(actions, "ts").cast(_TSO)
+    null_long = pa.scalar(None, pa.int64())
     for field in schema:
         if field.name == COMMIT_TS:
-            arrays.append(pa.array([r["ts"] for r in rows], _TSO))
+            arrays.append(ts)
         elif field.name == ROWID:
-            arrays.append(pa.array([r["row_id"] or None for r in rows], pa.int64()))
+            row_id = _column(actions, "row_id").cast(pa.int64())
+            arrays.append(pc.if_else(pc.equal(row_id, 0), null_long, row_id))  # 0: no row id
         elif field.name == DIGEST:
             continue
         elif field.name == "_op":
-            arrays.append(pa.array(["delete" if gone else r.get("op") or "insert" for gone, r in zip(deleted, rows)],
-                                   pa.string()))
+            op = (_column(actions, "op").cast(pa.string()) if "op" in actions.column_names
+                  else pa.nulls(count, pa.string()))
+            op = pc.if_else(pc.fill_null(pc.equal(op, ""), True), "insert", op)  # none named: an insert
+            arrays.append(pc.if_else(deleted, "delete", op))
         elif field.name == "_commit_time":
-            arrays.append(tso_times(pa.array([r["ts"] for r in rows], _TSO)).cast(METADATA_TYPES["_commit_time"]))
+            arrays.append(tso_times(ts).cast(METADATA_TYPES["_commit_time"]))
         elif field.name == "_ingested_at":
-            arrays.append(pa.array([now] * len(rows), METADATA_TYPES["_ingested_at"]))
+            arrays.append(pa.array([dt.datetime.now(dt.timezone.utc)] * count, METADATA_TYPES["_ingested_at"]))
         elif field.name == IS_DELETED:
-            arrays.append(pa.array(deleted, pa.bool_()))
+            arrays.append(deleted)
         elif field.name in SOURCE_COLUMNS:
-            # The record of the winning change (pyticdc.spark.apply.batch._net_change); NULL when none is known.
+            # The record of the winning change (pyticdc.spark.apply.batch._net_change); NULL when none is known:
+            # partition -1, a row without its record (a driver-engine state's row kept no origin).
             at = "src_" + field.name.removeprefix("_source_")
-            # Partition -1: a row without its record (a driver-engine state's row kept no origin).
-            arrays.append(pa.array([r.get(at) if isinstance(r.get("src_partition"), int) and r["src_partition"] >= 0
-                                    else None for r in rows], field.type))
+            known = pc.greater_equal(_column(actions, "src_partition").cast(pa.int64()), 0)
+            arrays.append(pc.if_else(known, _column(actions, at).cast(field.type), pa.scalar(None, field.type)))
         elif field.name == RESCUED:
             # --schema-evolution rescue: what an image carries beyond the table's columns, instead of lost.
-            known = {c.name for c in info.columns}
-            arrays.append(pa.array([rescued_json(None, {k: v for k, v in image.items() if k not in known})
+            known_names = {c.name for c in info.columns}
+            arrays.append(pa.array([rescued_json(None, {k: v for k, v in image.items() if k not in known_names})
                                     for image in images], pa.string()))
         else:
             arrays.append(typed[field.name])
@@ -176,29 +187,29 @@ def _fold_images(actions: list[dict[str, Any]], names: Mapping[str, str]) -> lis
             for ident, net in nets.items() if net and (ident, net > 0) in last]
 
 
-def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaStore) -> dict[str, Any]:
+def apply_segment(actions: pa.Table, task: SegmentTask, store: DeltaStore) -> dict[str, Any]:
     """MERGE one table's net change (one row per handle, with fresh/stale change counts) at its position."""
     info = parse_table_info(task.info)
-    fresh = sum(r["fresh"] or 0 for r in rows)
-    stale = sum(r["stale"] or 0 for r in rows)
-    actions: list[dict[str, Any]] = []
-    last_ts = 0
-    for row in rows:
-        if 2 * row["ts"] <= task.held:
-            continue  # the handle's last change is in the table already (a replay after a crash)
-        if task.strategy == "image":
-            net = row["net"] or 0
-            if net == 0:
-                continue
-            row = {**row, "act": "upsert" if net > 0 else "delete"}
-        if row["act"] == "upsert" and row["hko"]:
-            raise ReplicaError(f"{info.qualified_name}@{row['ts']}: a change carries only its handle key (large "
-                               "message without claim-check): the row cannot be replicated")
-        last_ts = max(last_ts, row["ts"])
-        actions.append(row)
+    fresh = pc.sum(actions.column("fresh")).as_py() or 0
+    stale = pc.sum(actions.column("stale")).as_py() or 0
+    ts = _column(actions, "ts").cast(pa.int64())
+    # A handle whose last change is in the table already (a replay after a crash) is left out.
+    keep = pc.greater(ts, task.held // 2)  # 2 * ts > held, without overflowing int64
+    if task.strategy == "image":
+        net = pc.fill_null(_column(actions, "net").cast(pa.int64()), 0)
+        keep = pc.and_(keep, pc.not_equal(net, 0))
+        act = pc.if_else(pc.greater(net, 0), "upsert", "delete")
+        actions = actions.set_column(actions.column_names.index("act"), "act", act)
+    actions = actions.filter(keep)
+    only_key = pc.and_(pc.equal(_column(actions, "act"), "upsert"), pc.fill_null(_column(actions, "hko"), False))
+    if pc.any(only_key).as_py():
+        first = actions.filter(only_key).column("ts")[0].as_py()
+        raise ReplicaError(f"{info.qualified_name}@{first}: a change carries only its handle key (large message "
+                           "without claim-check): the row cannot be replicated")
+    last_ts = pc.max(actions.column("ts")).as_py() or 0
     if task.strategy == "image" and task.names:
-        actions = _fold_images(actions, dict(task.names))
-    result = {"applied": fresh, "skipped": stale, "actions": len(actions), "last_ts": last_ts, "rewrites": 0,
+        actions = pa.Table.from_pylist(_fold_images(actions.to_pylist(), dict(task.names)), schema=actions.schema)
+    result = {"applied": fresh, "skipped": stale, "actions": actions.num_rows, "last_ts": last_ts, "rewrites": 0,
               "merged": False, "info": task.info}
     if fresh == 0:
         return result
@@ -233,23 +244,21 @@ def apply_segment(rows: list[dict[str, Any]], task: SegmentTask, store: DeltaSto
     return result
 
 
-def task_groups(tables: Iterator[pa.Table],
-                tasks: Mapping[str, _Task]) -> Iterator[tuple[str, list[dict[str, Any]], _Task]]:
+def task_groups(tables: Iterator[pa.Table], tasks: Mapping[str, _Task]) -> Iterator[tuple[str, pa.Table, _Task]]:
     """The groups an ``applyInArrow`` body is given, as (table key, its rows, its task); empty groups skipped."""
     for table in tables:
         if table.num_rows == 0:
             continue
-        rows = table.to_pylist()
-        key = rows[0]["tkey"]
-        yield key, rows, tasks[key]
+        key = table.column("tkey")[0].as_py()
+        yield key, table, tasks[key]
 
 
 def apply_groups(tables: Iterator[pa.Table], tasks: Mapping[str, SegmentTask]) -> Iterator[pa.Table]:
     """``applyInArrow`` body: the reduced actions of one table → its result row."""
     prepare_task()
-    for key, rows, task in task_groups(tables, tasks):
+    for key, actions, task in task_groups(tables, tasks):
         store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id, storage_options=task.storage_options)
-        result = apply_segment(rows, task, store)
+        result = apply_segment(actions, task, store)
         yield pa.Table.from_pylist([{"tkey": key, **result}], schema=RESULT_SCHEMA)
 
 

@@ -244,7 +244,7 @@ def history_groups(tables: Iterator[pa.Table], tasks: Mapping[str, HistoryTask])
     """``applyInArrow`` body: one table's change rows → its result row."""
     for key, rows, task in task_groups(tables, tasks):
         store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id, storage_options=task.storage_options)
-        written = apply_history(rows, task, store)
+        written = apply_history(rows.to_pylist(), task, store)
         yield pa.Table.from_pylist([{"tkey": key, "versions": written}], schema=HISTORY_RESULT)
 
 
