@@ -11,6 +11,7 @@ import pytest
 
 from pyticdc.arrow.rows import row_images
 from pyticdc.consumer import ApplyUnit
+from pyticdc.errors import ReplicaError
 from pyticdc.model import ActionType, ColumnInfo, DDLEvent, Op, Row, RowChange, TableInfo, TypeCode
 from pyticdc.mysql import table_info_with_flags
 from pyticdc.replica import DeltaReplica
@@ -163,3 +164,28 @@ def test_images_that_differ_only_in_a_left_out_column_are_one_replica_row() -> N
                           {"secret": "", "a": "a"})
     assert [(row["net"], row["act"], row["ts"]) for row in folded] == [(1, "upsert", TS[2])]
     assert _fold_images([action(TS[1], 1, "x")], {}) == [action(TS[1], 1, "x")]  # nothing left out: as is
+
+
+def test_a_segment_skips_the_handles_its_table_holds_and_refuses_an_upsert_of_only_a_handle_key(
+        tmp_path: Path) -> None:
+    replica = SegmentReplica(tmp_path / "w")
+    _segment(replica, [_change("a", 1, TS[1], _info())])
+    replica.commit(b"")
+    later = [_change("a", 9, TS[1], _info()), _change("b", 2, TS[2], _info()), _change("c", 3, TS[3], _info())]
+    task = replica.prepare(("s", "t_np"), [_info()], TS[1], False, "key", ("code",), rows_position(TS[3]), 3)
+    assert task is not None and task.held == rows_position(TS[1])
+    actions = [_action(c) for c in later]
+    actions[0] = {**actions[0], "fresh": 0, "stale": 1}  # at the held position: a replay, left as it is
+    result = apply_segment(pa.Table.from_pylist(actions), task, replica.store)
+    assert (result["applied"], result["skipped"], result["actions"], result["last_ts"]) == (2, 1, 2, TS[3])
+    replica.finish(("s", "t_np"), task, result, "key", ("code",))
+    replica.commit(b"")
+    assert [(r["code"], r["n"]) for r in _rows(tmp_path / "w", "s/t_np")] == [("a", 1), ("b", 2), ("c", 3)]
+    # An upsert that carries only its handle key cannot be replicated: refused with its commit ts; a delete can.
+    task = replica.prepare(("s", "t_np"), [_info()], TS[4], False, "key", ("code",), rows_position(TS[5]), 2)
+    assert task is not None
+    only_key = [{**_action(_change("d", 4, TS[4], _info())), "hko": True, "act": "delete", "op": "delete"},
+                {**_action(_change("e", 5, TS[5], _info())), "hko": True}]
+    with pytest.raises(ReplicaError, match=rf"s\.t_np@{TS[5]}: a change carries only its handle key"):
+        apply_segment(pa.Table.from_pylist(only_key), task, replica.store)
+    assert apply_segment(pa.Table.from_pylist(only_key[:1]), task, replica.store)["merged"]
