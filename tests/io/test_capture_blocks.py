@@ -207,7 +207,14 @@ def test_a_parquet_row_without_its_coordinates_is_a_bad_line_in_its_place(tmp_pa
         5]
     with pytest.raises(CaptureError, match="row 4"):
         list(capture.read_capture(path))
-    assert capture.bad_line_reason(f"file:{path}", 4, b"v4") == f"capture: {items[1].reason}"
+    # The engines get it as a record carrying the reader's reason; one without (a copy written before) has it
+    # worded again from its file name.
+    record = capture.bad_line_record(items[1], with_reason=True)
+    assert (record.topic, record.partition, record.offset, record.value) == (f"file:{path}", -1, 4, b"v4")
+    assert capture.bad_line_reason(record.topic, record.offset, record.key, record.value) == \
+        f"capture: {items[1].reason}"
+    assert capture.bad_line_reason(f"file:{path}", 4, None, b"v4") == f"capture: {items[1].reason}"
+    assert capture.bad_line_record(items[1]).key is None
 
 
 def test_numbers_no_kafka_record_holds_make_a_bad_line_in_every_reader(tmp_path: Path) -> None:

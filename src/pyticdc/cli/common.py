@@ -68,7 +68,6 @@ __all__ = [
     "add_raw_arguments",
     "add_routing_arguments",
     "add_settings_argument",
-    "bad_line_record",
     "check_output",
     "codec_options",
     "counted",
@@ -411,12 +410,6 @@ def raw_input(args: argparse.Namespace, *, partition: int = FILE_PARTITION) -> I
     records = [KafkaRecord(topic=topic, partition=partition, offset=i, key=k, value=v)
                for i, (k, v) in enumerate(zip(keys, values))]
     return Input(records, total=len(records), partitions={topic: 1} if partition >= 0 else None)
-
-
-def bad_line_record(bad: BadLine) -> KafkaRecord:
-    """A capture line that is not a record, as a record of topic ``file:PATH``, partition -1, offset = its byte
-    position and value = the line (how every command reports and quarantines it)."""
-    return KafkaRecord(topic=f"file:{bad.path}", partition=FILE_PARTITION, offset=bad.position, value=bad.line)
 
 
 def open_input(args: argparse.Namespace, *, on_bad_line: Callable[[BadLine], None] | None = None,

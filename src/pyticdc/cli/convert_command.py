@@ -17,7 +17,6 @@ from pyticdc.cli.common import (
     add_progress_argument,
     add_raw_arguments,
     add_routing_arguments,
-    bad_line_record,
     check_output,
     codec_options,
     open_input,
@@ -99,7 +98,7 @@ def run_convert(args: argparse.Namespace) -> int:
     """Print the loss notes, convert, write; 1 if source records were quarantined or the conversion refused."""
     from pyticdc.codec import canonical_protocol
     from pyticdc.consumer.conversion import Converter
-    from pyticdc.io.capture import BadLine
+    from pyticdc.io.capture import BadLine, bad_line_record
 
     bad_lines: list[BadLine] = []
     try:

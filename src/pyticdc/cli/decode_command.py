@@ -43,7 +43,6 @@ from pyticdc.cli.common import (
     add_input_arguments,
     add_progress_argument,
     add_raw_arguments,
-    bad_line_record,
     counted,
     open_input,
     progress_bar,
@@ -108,7 +107,7 @@ def _event_stream(decoder: RecordDecoder, records: Iterator[KafkaRecord]) -> Ite
 def run_decode(args: argparse.Namespace) -> int:
     """Print events; 1 if any record failed to decode, 2 on a usage or configuration error."""
     from pyticdc.arrow.rows import RecordDecoder, new_decoder
-    from pyticdc.io.capture import BadLine
+    from pyticdc.io.capture import BadLine, bad_line_record
 
     bad_lines: list[BadLine] = []
     try:

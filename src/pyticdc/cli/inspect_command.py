@@ -15,7 +15,6 @@ from pyticdc.cli.common import (
     add_input_arguments,
     add_progress_argument,
     add_raw_arguments,
-    bad_line_record,
     counted,
     open_input,
     progress_bar,
@@ -59,7 +58,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     import orjson
 
     from pyticdc.inspect.summary import Inspector, format_summary
-    from pyticdc.io.capture import BadLine
+    from pyticdc.io.capture import BadLine, bad_line_record
 
     bad_lines: list[BadLine] = []
     try:

@@ -54,6 +54,7 @@ from pyticdc.errors import CaptureError
 from pyticdc.model import KafkaRecord
 
 __all__ = [
+    "BAD_LINE_PARTITION",
     "CAPTURE_FORMATS",
     "KAFKA_COLUMNS",
     "BadLine",
@@ -61,6 +62,7 @@ __all__ = [
     "CaptureWriter",
     "arrow_to_records",
     "bad_line_reason",
+    "bad_line_record",
     "capture_files",
     "detect_format",
     "import_parquet",
@@ -84,6 +86,10 @@ CAPTURE_FORMATS: Final = ("jsonl", "parquet", "kcat")
 KAFKA_COLUMNS: Final = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 #: Kafka's TimestampType for CreateTime (what TiCDC's producer sets).
 _CREATE_TIME: Final = 0
+
+
+#: The partition of a capture line that is not a record, handed to an engine as one (:func:`bad_line_record`).
+BAD_LINE_PARTITION: Final = -1
 
 
 @dataclass(frozen=True)
@@ -595,9 +601,22 @@ def kafka_columns(table: Any) -> Any:
         return pa.Table.from_batches([records_to_arrow(list(arrow_to_records(table)))], schema=kafka_arrow_schema())
 
 
-def bad_line_reason(topic: str, position: int, value: bytes | None) -> str:
-    """Why a capture line handed over as a record of topic ``file:PATH``, partition -1 (``position``: its byte,
-    or a Parquet capture's row) is no record: the reader's words, found again from its bytes."""
+def bad_line_record(bad: BadLine, *, with_reason: bool = False) -> KafkaRecord:
+    """A capture line that is not a record, as a record: topic ``file:PATH``, partition -1, offset its byte position
+    (a Parquet capture's: its row number), value the line; ``with_reason``: its key is the reader's reason (UTF-8),
+    which the engines quarantine it with (:func:`bad_line_reason`)."""
+    return KafkaRecord(topic=f"file:{bad.path}", partition=BAD_LINE_PARTITION, offset=bad.position,
+                       key=bad.reason.encode("utf-8", "backslashreplace") if with_reason else None, value=bad.line)
+
+
+def bad_line_reason(topic: str, position: int, key: bytes | None, value: bytes | None) -> str:
+    """Why a record of :func:`bad_line_record` is no record: the reason it carries in its key.
+
+    A partition -1 record without one (a capture copy written before the reason was carried) has its reason
+    found again from its bytes.
+    """
+    if key:
+        return f"capture: {key.decode('utf-8', 'replace')}"
     name = topic.removeprefix("file:")
     if name.endswith(".parquet"):
         # Nothing in a Parquet row but its missing coordinates makes it no record.

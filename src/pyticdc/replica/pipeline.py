@@ -310,12 +310,12 @@ class Replicator:
 
     def _quarantine_line(self, record: KafkaRecord) -> None:
         # Partition -1: a capture line that was not a record (the Spark source hands those over with their
-        # bytes and byte position, topic "file:PATH"); nothing to decode, straight to the quarantine.
+        # bytes, byte position and reason: pyticdc.io.capture.bad_line_record); straight to the quarantine.
         from pyticdc.io.capture import bad_line_reason
 
-        reason = bad_line_reason(record.topic, record.offset, record.value)
+        reason = bad_line_reason(record.topic, record.offset, record.key, record.value)
         quarantined = QuarantinedRecord(topic=record.topic, partition=record.partition, offset=record.offset,
-                                        protocol=self.protocol, reason=reason, key=record.key, value=record.value,
+                                        protocol=self.protocol, reason=reason, value=record.value,
                                         kafka_timestamp=record.timestamp_ms)
         self.replica.apply(ApplyUnit(kind="quarantine", quarantined=(quarantined,),
                                      consistent_ts=self.replica.consistent_ts))

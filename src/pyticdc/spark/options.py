@@ -40,7 +40,9 @@ OPTIONS: Final[tuple[SourceOption, ...]] = (
                  "`open-protocol`, `canal-json`, `craft`, `debezium` or `simple` (TiCDC's names; `_` for `-` too)"),
     SourceOption("output", "`events`", "all",
                  "`events`: one row per decoded event; `records`: the raw Kafka records with the columns of "
-                 "Spark's Kafka source (for `decode_kafka` or archiving)"),
+                 "Spark's Kafka source (for `decode_kafka` or archiving); a capture line that is not a record is "
+                 "one of partition -1, its byte position (a Parquet capture's: its row) as offset, the line as "
+                 "value and the reason as key"),
     SourceOption("batchRows", "`8192`", "all", "rows per Arrow batch handed to Spark"),
     SourceOption("minPartitions", "Kafka: one task per partition range; files: the planning process' cores",
                  "all", "split Kafka ranges and files into at least this many tasks; Simple (which learns schemas "

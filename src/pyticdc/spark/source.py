@@ -54,6 +54,7 @@ from pyticdc.arrow.rows import RecordDecoder, event_arrow_schema
 from pyticdc.io.capture import (
     BadLine,
     CaptureSplit,
+    bad_line_record,
     capture_files,
     kafka_arrow_schema,
     plan_splits,
@@ -111,18 +112,13 @@ class CapturePartition(InputPartition):
 
 
 # --------------------------------------------------------------------------- reading one partition
-def _bad_line_record(bad: BadLine) -> KafkaRecord:
-    # A capture line that is not a record has no Kafka coordinates: keep its file position and bytes.
-    return KafkaRecord(topic=f"file:{bad.path}", partition=-1, offset=bad.position, value=bad.line)
-
-
 def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
     """Arrow batches (events or records) of one input partition; shared by batch and streaming readers."""
     if options.output == "records" and isinstance(partition, CapturePartition):
         # Plain capture lines go to Arrow in blocks, without a record object each; a malformed line is a
-        # partition -1 record.
+        # partition -1 record carrying its reason (bad_line_record).
         for item in read_split_batches(partition.split, rows=options.batch_rows):
-            yield _records_to_arrow([_bad_line_record(item)]) if isinstance(item, BadLine) else item
+            yield _records_to_arrow([bad_line_record(item, with_reason=True)]) if isinstance(item, BadLine) else item
         return
     if isinstance(partition, KafkaPartition):
         records: Iterator[Any] = read_range(
@@ -146,7 +142,7 @@ def read_partition(options: SourceOptions, partition: InputPartition) -> Iterato
     def good() -> Iterator[KafkaRecord]:
         for item in records:
             if isinstance(item, BadLine):
-                decoder.add_error(_bad_line_record(item), f"capture: {item.reason}")
+                decoder.add_error(bad_line_record(item), f"capture: {item.reason}")
             else:
                 yield item
 

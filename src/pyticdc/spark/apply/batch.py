@@ -532,8 +532,9 @@ class DistributedReplicator:
 
         records = list(plan.quarantined)
         for topic, offset, key, value in plan.lines:
+            # The key of a capture line that is not a record is its reason (pyticdc.io.capture.bad_line_record).
             records.append(QuarantinedRecord(topic=topic, partition=-1, offset=offset, protocol=self.protocol,
-                                             reason=bad_line_reason(topic, offset, value), key=key, value=value))
+                                             reason=bad_line_reason(topic, offset, key, value), value=value))
         if records:
             self.replica.apply(ApplyUnit(kind="quarantine", quarantined=tuple(records),
                                          consistent_ts=self.replica.consistent_ts))
