@@ -489,20 +489,30 @@ json_string(Out *out, const unsigned char *p, Py_ssize_t n, int check)
     return json_string_as(out, p, n, check, 0, 0);
 }
 
+/* A str's UTF-8 (cached in the object) and its size: 0; -2 for a lone surrogate (a decline: only Python's
+ * surrogatepass encodes it); -1 with an error set. */
+static int
+utf8_of(PyObject *text, const char **utf8, Py_ssize_t *size)
+{
+    *utf8 = PyUnicode_AsUTF8AndSize(text, size);
+    if (*utf8 != NULL) {
+        return 0;
+    }
+    if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+        PyErr_Clear();
+        return -2;
+    }
+    return -1;
+}
+
 /* A str as a JSON string (``easy``: easyjson's \u0008 \u000c); -2 for a lone surrogate (a decline). */
 static int
 json_str(Out *out, PyObject *text, int easy)
 {
+    const char *utf8;
     Py_ssize_t size;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
-    if (utf8 == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-            PyErr_Clear();
-            return -2;
-        }
-        return -1;
-    }
-    return json_string_as(out, (const unsigned char *)utf8, size, 0, easy, 0);
+    int found = utf8_of(text, &utf8, &size);
+    return found < 0 ? found : json_string_as(out, (const unsigned char *)utf8, size, 0, easy, 0);
 }
 
 /* The standard base64 (padded) of p[0..n) into w, which has room for (n + 2) / 3 * 4 characters. */
@@ -1388,16 +1398,10 @@ avro_row_image(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 break;
             }
             {
+                const char *utf8;
                 Py_ssize_t size;
-                const char *utf8 = PyUnicode_AsUTF8AndSize(value, &size);
-                if (utf8 == NULL) {
-                    if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-                        PyErr_Clear();
-                        result = -2;
-                    }
-                    else {
-                        result = -1;
-                    }
+                result = utf8_of(value, &utf8, &size);
+                if (result < 0) {
                     break;
                 }
                 if (out_bytes_object(&out, prefix) < 0 || (kind[i] == 'T' && out_bytes_object(&out, location) < 0)
@@ -1426,19 +1430,13 @@ static const uint64_t blake2b_iv[8] = {
     0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
 };
 
-static const uint8_t blake2b_sigma[12][16] = {
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
-    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
-    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
-    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
-    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
-    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
-    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
-    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
-    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+/* The message schedule of rounds 0-9; rounds 10 and 11 take rows 0 and 1 again. */
+static const uint8_t blake2b_sigma[10][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4}, {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13}, {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11}, {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5}, {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
 };
 
 static inline uint64_t
@@ -1483,7 +1481,7 @@ blake2b_compress(uint64_t h[8], const unsigned char block[128], uint64_t count, 
         v[14] = ~v[14];
     }
     for (int round = 0; round < 12; round++) {
-        const uint8_t *s = blake2b_sigma[round];
+        const uint8_t *s = blake2b_sigma[round % 10];
         BLAKE2B_G(v[0], v[4], v[8], v[12], m[s[0]], m[s[1]]);
         BLAKE2B_G(v[1], v[5], v[9], v[13], m[s[2]], m[s[3]]);
         BLAKE2B_G(v[2], v[6], v[10], v[14], m[s[4]], m[s[5]]);
@@ -1552,16 +1550,10 @@ static PyObject *dict_getitem;   /* dict.__getitem__ */
 static int
 out_text(Out *out, PyObject *text)
 {
+    const char *utf8;
     Py_ssize_t size;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
-    if (utf8 == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-            PyErr_Clear();
-            return -2;
-        }
-        return -1;
-    }
-    return out_put(out, utf8, size);
+    int found = utf8_of(text, &utf8, &size);
+    return found < 0 ? found : out_put(out, utf8, size);
 }
 
 /* repr(value) appended as UTF-8: an exact int in 64 bits and None written here, anything else by its repr;
