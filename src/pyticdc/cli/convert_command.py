@@ -145,7 +145,7 @@ def run_convert(args: argparse.Namespace) -> int:
     for line in bad_lines:
         record = bad_line_record(line)
         bad.append(QuarantinedRecord(topic=record.topic, partition=record.partition, offset=record.offset,
-                                     protocol=converter.source, reason=f"capture: {line.reason}", value=record.value))
+                                     protocol=converter.source, reason=line.why, value=record.value))
     if not bad:
         return 0
     # A few examples, not the whole list: --quarantine keeps every one with its bytes.

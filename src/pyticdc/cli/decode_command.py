@@ -125,7 +125,7 @@ def run_decode(args: argparse.Namespace) -> int:
 
     def flush_bad_lines() -> None:
         for item in bad_lines:
-            decoder.add_error(bad_line_record(item), f"capture: {item.reason}")
+            decoder.add_error(bad_line_record(item), item.why)
         bad_lines.clear()
 
     def checked() -> Iterator[KafkaRecord]:

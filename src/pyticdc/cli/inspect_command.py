@@ -78,7 +78,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     except REPORTED as exc:
         failure = exc  # reading stopped midway (Kafka, a file): still summarize what was read
     for item in bad_lines:
-        inspector.add_unreadable(bad_line_record(item), f"capture: {item.reason}")
+        inspector.add_unreadable(bad_line_record(item), item.why)
     summary = inspector.summary()
     if args.output_format == "json":
         data = summary.to_builtins()

@@ -102,6 +102,11 @@ class BadLine:
     line: bytes
     reason: str
 
+    @property
+    def why(self) -> str:
+        """The reason every command reports and quarantines the line with."""
+        return f"capture: {self.reason}"
+
 
 # --------------------------------------------------------------------------- format
 def import_parquet() -> ModuleType:
@@ -603,10 +608,10 @@ def kafka_columns(table: Any) -> Any:
 
 def bad_line_record(bad: BadLine, *, with_reason: bool = False) -> KafkaRecord:
     """A capture line that is not a record, as a record: topic ``file:PATH``, partition -1, offset its byte position
-    (a Parquet capture's: its row number), value the line; ``with_reason``: its key is the reader's reason (UTF-8),
+    (a Parquet capture's: its row number), value the line; ``with_reason``: its key is :attr:`BadLine.why` (UTF-8),
     which the engines quarantine it with (:func:`bad_line_reason`)."""
     return KafkaRecord(topic=f"file:{bad.path}", partition=BAD_LINE_PARTITION, offset=bad.position,
-                       key=bad.reason.encode("utf-8", "backslashreplace") if with_reason else None, value=bad.line)
+                       key=bad.why.encode("utf-8", "backslashreplace") if with_reason else None, value=bad.line)
 
 
 def bad_line_reason(topic: str, position: int, key: bytes | None, value: bytes | None) -> str:
@@ -616,7 +621,7 @@ def bad_line_reason(topic: str, position: int, key: bytes | None, value: bytes |
     found again from its bytes.
     """
     if key:
-        return f"capture: {key.decode('utf-8', 'replace')}"
+        return key.decode("utf-8", "replace")
     name = topic.removeprefix("file:")
     if name.endswith(".parquet"):
         # Nothing in a Parquet row but its missing coordinates makes it no record.

@@ -142,7 +142,7 @@ def read_partition(options: SourceOptions, partition: InputPartition) -> Iterato
     def good() -> Iterator[KafkaRecord]:
         for item in records:
             if isinstance(item, BadLine):
-                decoder.add_error(bad_line_record(item), f"capture: {item.reason}")
+                decoder.add_error(bad_line_record(item), item.why)
             else:
                 yield item
 

@@ -528,13 +528,14 @@ class DistributedReplicator:
                                     position=made.position, kind="history")
 
     def _quarantine(self, plan: BatchPlan) -> None:
-        from pyticdc.io.capture import bad_line_reason
+        from pyticdc.io.capture import BAD_LINE_PARTITION, bad_line_reason
 
         records = list(plan.quarantined)
         for topic, offset, key, value in plan.lines:
             # The key of a capture line that is not a record is its reason (pyticdc.io.capture.bad_line_record).
-            records.append(QuarantinedRecord(topic=topic, partition=-1, offset=offset, protocol=self.protocol,
-                                             reason=bad_line_reason(topic, offset, key, value), value=value))
+            records.append(QuarantinedRecord(topic=topic, partition=BAD_LINE_PARTITION, offset=offset,
+                                             protocol=self.protocol, reason=bad_line_reason(topic, offset, key, value),
+                                             value=value))
         if records:
             self.replica.apply(ApplyUnit(kind="quarantine", quarantined=tuple(records),
                                          consistent_ts=self.replica.consistent_ts))

@@ -242,9 +242,9 @@ def _typed(slots: list[dict[str, Any]], info: Any, task: HistoryTask) -> list[di
 
 def history_groups(tables: Iterator[pa.Table], tasks: Mapping[str, HistoryTask]) -> Iterator[pa.Table]:
     """``applyInArrow`` body: one table's change rows → its result row."""
-    for key, rows, task in task_groups(tables, tasks):
+    for key, table, task in task_groups(tables, tasks):
         store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id, storage_options=task.storage_options)
-        written = apply_history(rows.to_pylist(), task, store)
+        written = apply_history(table.to_pylist(), task, store)
         yield pa.Table.from_pylist([{"tkey": key, "versions": written}], schema=HISTORY_RESULT)
 
 
