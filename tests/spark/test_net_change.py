@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyticdc.spark.apply.batch import _net_change
+from pyticdc.spark.apply.delta_spark import net_change_frame
 from pyticdc.spark.apply.net import NET_INPUT, NET_SCHEMA, net_change
 
 SCHEMA = pa.schema([
@@ -52,7 +52,7 @@ def test_the_input_columns_are_what_the_fold_reads() -> None:
 @pytest.mark.parametrize("seed", range(12))
 def test_arrow_and_spark_fold_every_table_alike(spark: Any, seed: int) -> None:
     table = changes(seed)
-    folded_by_spark = _net_change(spark.createDataFrame(table).repartition("tkey")).toArrow().to_pylist()
+    folded_by_spark = net_change_frame(spark.createDataFrame(table).repartition("tkey")).toArrow().to_pylist()
     # The engine folds one table per task: each table's rows alone.
     folded_by_arrow = [row for key in set(table["tkey"].to_pylist())
                        for row in net_change(table.filter(pa.compute.equal(table["tkey"], key))).to_pylist()]

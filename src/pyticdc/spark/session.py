@@ -19,12 +19,13 @@ names the Maven coordinate.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 __all__ = [
     "DELTA_CONFIG", "DELTA_PACKAGE", "KAFKA_SOURCE_CLASS", "check_delta", "ensure_java", "has_delta",
     "has_kafka_source", "install_interrupt_handler", "interrupted",
-    "provisioned_jars", "register", "spark_session",
+    "provisioned_jars", "register", "session_settings", "spark_session",
 ]
 
 #: The class behind ``format("kafka")`` (spark-sql-kafka-0-10).
@@ -138,6 +139,23 @@ def _with_jars(config: Mapping[str, str] | None, jars: Sequence[str | Path] | No
 def check_delta(config: Mapping[str, str] | None = None, jars: Sequence[str | Path] | None = None) -> None:
     """ConfigError unless :func:`spark_session` with these ``config`` and ``jars`` can run Delta on Spark."""
     _delta_settings(_with_jars(config, jars))
+
+
+@contextlib.contextmanager
+def session_settings(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """Hold the session's runtime ``settings`` for the block, then restore what it had (unset what it had not)."""
+    conf = spark.conf
+    saved = {key: conf.get(key, None) for key in settings}
+    try:
+        for key, value in settings.items():
+            conf.set(key, value)
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
 
 
 def register(spark: Any) -> None:

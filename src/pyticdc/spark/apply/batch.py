@@ -17,19 +17,21 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
                  changes, their deliveries, ts range, TableInfos, handle kinds; de-duplication (dropDuplicates
                  on the change identity, or first_deliveries with ``_source_*`` columns) only when an identity
                  repeats
-    stage        rows above the global watermark → _pyticdc/staging/v<N> (Parquet, read by the next batch)
-    per level    the rows shuffled once by table; net change per (table, handle) (the winner's record: its
-                 ``_source_*`` columns): delta-rs folds each table in Arrow in the task that applies it
-                 (pyticdc.spark.apply.net), delta-spark's plan folds with max_by; the engine applies every
-                 table's segment of the level in one job;
+    write        one job writes every unique row once, from the decode's files, into _pyticdc/staging/v<N>:
+                 a folder per segment applied and one of the rows above the limit, which the next batch reads
+                 (pyticdc.spark.apply.segments)
+    per level    net change per (table, handle) (the winner's record: its ``_source_*`` columns) and the apply of
+                 every table's segment of the level in one job: delta-rs's tasks read their tables' folders
+                 and fold each in Arrow (pyticdc.spark.apply.net); delta-spark's plan reads the level's folders
+                 and folds with max_by;
                  tables with a history table fold the level's ordered changes (not the net ones) into versions in a
                  second job, grouped by table (pyticdc.spark.apply.history); then the driver executes the DDLs of
                  the next wave
     commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit); the
-                 batch's decoded files go with it
+                 batch's decoded files and applied folders go with it
 
-Python runs once per record (decode) and once per table segment (apply); the wide rows are shuffled once,
-by table, and de-duplication, net change and the grouped apply all keep that partitioning.
+Python runs once per record (decode) and once per table segment (apply); the wide rows are read from the
+decode's files once and written once, and are never shuffled unless an identity repeats.
 
 The progress and the table positions mean what they mean for the driver engine
 (:class:`pyticdc.replica.Replicator`): the consumer state holds offsets, per-partition resolved ts, the
@@ -84,8 +86,19 @@ from pyticdc.spark.apply.decode import (
 )
 from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
 from pyticdc.spark.apply.history import HistoryTask, history_task, run_history
-from pyticdc.spark.apply.net import NET_INPUT
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
+from pyticdc.spark.apply.segments import (
+    FILES_SCHEMA,
+    PART,
+    STAGED_PART,
+    SegmentMarks,
+    WrittenChanges,
+    keep_files,
+    staged_rows,
+    write_files,
+    write_segments,
+)
+from pyticdc.spark.session import session_settings
 
 __all__ = ["DistributedReplicator", "first_deliveries", "mark_columns", "supports"]
 
@@ -206,8 +219,9 @@ class DistributedReplicator:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _decode(self, records: Any, version: int) -> tuple[Any, list[dict[str, Any]]]:
-        """The batch's change rows (a frame over the decode tasks' files) and its metadata rows (collected).
+    def _decode(self, records: Any, version: int) -> tuple[Any, list[dict[str, Any]], list[str]]:
+        """The batch's change rows (a frame over the decode tasks' files), its metadata rows (collected) and the
+        files.
 
         ``records``: a DataFrame of Kafka source columns, or a :class:`~pyticdc.spark.capture.CopyBatch` (its
         decode tasks read one copy file each).
@@ -235,60 +249,60 @@ class DistributedReplicator:
         files = [row["text"] for row in rows if row["kind"] == "file"]
         meta = [row for row in rows if row["kind"] != "file"]
         if not files:
-            return self.spark.createDataFrame([], schema), meta
-        return self.spark.read.schema(schema).parquet(*files), meta
+            return self.spark.createDataFrame([], schema), meta, files
+        return self.spark.read.schema(schema).parquet(*files), meta, files
 
     def _process(self, records: Any) -> BatchReport:
-        from pyspark.sql import functions as F
-
         version = self.progress.version
         report = BatchReport(version=version + 1)
         stats_before = msgspec.structs.replace(self.replica.stats)
         filtered_before = set(self.replica.filtered_tables)
         by_table_before = dict(self.replica.rows_by_table)
         clock = time.perf_counter()
-        decoded, meta = self._decode(records, version)
+        decoded, meta, files = self._decode(records, version)
         clock = self._lap("decode", clock)
-        subscription = [(t, p) for t, count in self.partitions.items() for p in range(count)]
-        plan = plan_batch(meta, self.state, subscription, self.protocol)
-        schemas: SchemaCache | None = None
-        dropped: list[bytes] = []
-        if self.protocol == "simple":
-            schemas = self._learn_schemas(meta, plan)
-            plan, dropped = self._hold_for_schemas(decoded, meta, plan, schemas, version, subscription)
-        for topic, count in _counts(plan.next_offsets).items():
-            self.partitions[topic] = max(self.partitions.get(topic, 0), count)
-        report.records = plan.records + len(plan.lines)
-        marked = self._changes(decoded, plan, version, schemas, dropped)
-        limit = plan.limit
-        summary = _summarize(marked, plan.infos, self.spark)
-        # A feed re-sends rarely: the rows are de-duplicated (a sort of every wide row) only when an identity repeats.
-        duplicates = any(s["copies"] > s["rows"] for s in summary)
-        clock = self._lap("dedup", clock)
-        pending = sum(s["rows"] for s in summary if s["pending"])
-        if pending:
-            # The rows of level -1, by their commit ts: a literal Spark pushes into the Parquet scan, which then
-            # skips the row groups below the limit (most of them), at the cost of one class compiled per batch.
-            (self._unique(marked, duplicates, keyed=0).where(F.col("ts") > limit).drop("level", "staged")
-             .write.mode("overwrite").parquet(str(self._staging(version + 1))))
-            # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes).
-            wanted = {i for s in summary if s["pending"] for i in s["infos"]}
-            self._infos_path(version + 1).write_bytes(
-                orjson.dumps({i: plan.infos[i] for i in sorted(wanted) if i in plan.infos}))
-        # One partition per table applied, up to a few per core: an explicit count, which AQE leaves as it is
-        # (it would coalesce a small batch's tables into one task, whose MERGEs then run one after the other).
-        applied = {s["tkey"] for s in summary if not s["pending"]}
-        spread = max(1, min(len(applied), _TASKS_PER_CORE * self.spark.sparkContext.defaultParallelism))
-        changes = self._unique(marked, duplicates, keyed=spread)
-        clock = self._lap("stage", clock)
+        # The decode's files (and the staged rows) are read a task per file: Spark would pack them into as few
+        # tasks as 128 MB each makes, three of about equal size for 1M rows, which leave one core idle a third of
+        # the time; a file holds one decode task's records, so they are of about equal size.
+        with session_settings(self.spark, _FILE_PER_TASK):
+            subscription = [(t, p) for t, count in self.partitions.items() for p in range(count)]
+            plan = plan_batch(meta, self.state, subscription, self.protocol)
+            schemas: SchemaCache | None = None
+            dropped: list[bytes] = []
+            if self.protocol == "simple":
+                schemas = self._learn_schemas(meta, plan)
+                plan, dropped = self._hold_for_schemas(decoded, meta, plan, schemas, version, subscription)
+            for topic, count in _counts(plan.next_offsets).items():
+                self.partitions[topic] = max(self.partitions.get(topic, 0), count)
+            report.records = plan.records + len(plan.lines)
+            marked = self._changes(decoded, plan, version, schemas, dropped)
+            limit = plan.limit
+            summary = _summarize(marked, plan.infos, self.spark)
+            clock = self._lap("dedup", clock)
+            # A feed re-sends rarely: the rows are de-duplicated (a shuffle of every wide row) only when an identity
+            # repeats.
+            duplicates = any(s["copies"] > s["rows"] for s in summary)
+            pending = sum(s["rows"] for s in summary if s["pending"])
+            # One write of every unique change row, a folder per (table, level) segment applied and one (part=-1)
+            # for the rows above the limit: the staging the next batch reads. The apply tasks read their tables'.
+            inputs = self._file_inputs(files, plan, version, schemas, duplicates)
+            written = self._write_changes(marked, duplicates, summary, version + 1, plan, inputs)
+            if pending:
+                # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes).
+                wanted = {i for s in summary if s["pending"] for i in s["infos"]}
+                self._infos_path(version + 1).write_bytes(
+                    orjson.dumps({i: plan.infos[i] for i in sorted(wanted) if i in plan.infos}))
+            clock = self._lap("stage", clock)
         self.apply_jobs = 0
         for level in range(plan.waves + 1):
             segments = [s for s in summary if not s["pending"] and s["level"] == level]
             if segments:
-                self._apply_level(changes, plan, level, segments)
+                self._apply_level(written, plan, level, segments)
             for wave, ddl in plan.ddls:
                 if wave == level + 1:
                     self.replica.apply(ApplyUnit(kind="ddl", ddl=ddl, consistent_ts=ddl.commit_ts))
+        if written is not None:
+            written.discard_applied()  # a re-run reads the committed staging, never these
         clock = self._lap("apply", clock)
         self._quarantine(plan)
         self.replica.apply(ApplyUnit(kind="checkpoint", consistent_ts=limit))
@@ -328,8 +342,8 @@ class DistributedReplicator:
     def _sources(self, decoded: Any, plan: BatchPlan, version: int) -> list[tuple[Any, bool]]:
         """The batch's change rows as decoded (DECODED_SCHEMA frames), each with whether it was staged."""
         frames = [(decoded, False)]
-        staging = self._staging(version)
-        if staging.exists():
+        staging = staged_rows(self._staging(version))
+        if staging is not None:
             infos = self._infos_path(version)
             if infos.exists():
                 for ident, text in orjson.loads(infos.read_bytes()).items():
@@ -374,18 +388,74 @@ class DistributedReplicator:
         assert union is not None  # the decoded frame is always a source
         return union
 
-    def _unique(self, marked: Any, duplicates: bool, *, keyed: int) -> Any:
-        """One row per change identity; ``keyed`` (a partition count): shuffled by table into that many first.
-
-        One shuffle of the wide rows, by table: the de-duplication (an identity names its table), the net change
-        per (table, handle) and the apply grouped by table all run in that partitioning.
-        """
-        rows = marked.repartition(keyed, "tkey") if keyed else marked
+    def _unique(self, marked: Any, duplicates: bool) -> Any:
+        """One row per change identity (a shuffle by table and identity, only when an identity repeats)."""
         if not duplicates:
-            return rows
+            return marked
         if set(SOURCE_COLUMNS) & set(self.replica.modelling.metadata_columns):
-            return first_deliveries(rows)
-        return rows.dropDuplicates(["tkey", "ident"])
+            return first_deliveries(marked)
+        return marked.dropDuplicates(["tkey", "ident"])
+
+    def _file_inputs(self, files: list[str], plan: BatchPlan, version: int, schemas: SchemaCache | None,
+                     duplicates: bool) -> list[tuple[str, bool]] | None:
+        """The files the write's tasks read themselves, each with whether it holds staged rows (the decode's, then
+        the committed version's staged ones); None when the rows need Spark: an identity repeats, Simple's held
+        rows, a task read a partition out of order, rows a driver-engine state holds."""
+        if duplicates or schemas is not None or plan.carry is None or self.state.rows:
+            return None
+        inputs = [(path, False) for path in files]
+        staged = staged_rows(self._staging(version))
+        if staged is not None:
+            inputs += [(str(path), True) for path in sorted(staged.glob("*.parquet"))]
+        return inputs
+
+    def _write_changes(self, marked: Any, duplicates: bool, summary: list[dict[str, Any]], version: int,
+                       plan: BatchPlan, inputs: list[tuple[str, bool]] | None) -> WrittenChanges | None:
+        """Every unique change row of the batch, written once into ``staging/v<version>``: a folder per segment applied
+        (``part=<n>``) and one for the rows above the limit (``part=-1``, read by the next batch); None when none.
+
+        ``inputs``: the files, when tasks can read and mark them themselves (:func:`~pyticdc.spark.apply.segments.
+        write_files`, the rows never enter the JVM); else Spark marks the rows and hands them to the writing tasks.
+        """
+        from pyspark.sql import functions as F
+
+        folder = self._staging(version)
+        # A crashed attempt's rows (its staged ones would otherwise be the committed version's).
+        shutil.rmtree(folder, ignore_errors=True)
+        if not summary:
+            return None
+        segments = sorted((s["tkey"], s["level"]) for s in summary if not s["pending"])
+        parts = {segment: n for n, segment in enumerate(segments)}
+        if inputs is not None:
+            assert plan.carry is not None  # _file_inputs
+            marks = SegmentMarks(released=plan.marks.released, limit=plan.limit,
+                                 global_barriers=plan.marks.global_barriers, barriers=plan.marks.barriers,
+                                 carry=plan.carry, parts=parts)
+            count = len(inputs)
+            files = (self.spark.range(count, numPartitions=count)
+                     .mapInArrow(functools.partial(write_files, inputs=inputs, marks=marks, folder=str(folder)),
+                                 _spark_schema(FILES_SCHEMA)).toArrow())
+        else:
+            numbers = local_frame(self.spark, {"tkey": pa.array([t for t, _ in segments], pa.string()),
+                                               "level": pa.array([lv for _, lv in segments], pa.int32()),
+                                               PART: pa.array(range(len(segments)), pa.int32())})
+            rows = (self._unique(marked, duplicates).join(F.broadcast(numbers), ["tkey", "level"], "left")
+                    .select(*DECODED_SCHEMA.names, "staged",
+                            F.coalesce(F.col(PART), F.lit(STAGED_PART)).alias(PART)))
+            files = rows.mapInArrow(functools.partial(write_segments, folder=str(folder)),
+                                    _spark_schema(FILES_SCHEMA)).toArrow()
+        keep_files(folder, files.column("file").to_pylist())
+        sizes = {(s["tkey"], s["level"]): s["rows"] for s in summary if not s["pending"]}
+        # The tasks wrote what the summary counted, segment by segment (the marks of both are the same rules).
+        counted = {parts[segment]: rows for segment, rows in sizes.items()}
+        counted[STAGED_PART] = sum(s["rows"] for s in summary if s["pending"])
+        found = dict.fromkeys(counted, 0)
+        for part, rows in zip(files.column(PART).to_pylist(), files.column("rows").to_pylist()):
+            found[part] = found.get(part, 0) + rows
+        if found != counted:
+            raise ReplicaError(f"the batch's rows were written {found} per segment, where its summary counted "
+                               f"{counted}: a bug in pyticdc, please report it")
+        return WrittenChanges(self.spark, folder, parts, sizes)
 
     def _changes(self, decoded: Any, plan: BatchPlan, version: int, schemas: SchemaCache | None,
                  dropped: list[bytes]) -> Any:
@@ -456,7 +526,8 @@ class DistributedReplicator:
         plan.quarantined.extend(quarantined)
         return plan, dropped
 
-    def _apply_level(self, changes: Any, plan: BatchPlan, level: int, segments: list[dict[str, Any]]) -> None:
+    def _apply_level(self, written: WrittenChanges | None, plan: BatchPlan, level: int,
+                     segments: list[dict[str, Any]]) -> None:
         from pyspark.sql import functions as F
 
         tasks: dict[str, SegmentTask] = {}
@@ -482,16 +553,14 @@ class DistributedReplicator:
                 firsts[key_text] = seg["first_ts"]
         if not tasks:
             return
+        assert written is not None  # segments to apply: the batch wrote its rows
         held = local_frame(self.spark, {"tkey": pa.array(list(tasks), pa.string()),
                                         "held": pa.array([t.held for t in tasks.values()], pa.int64())})
-        rows = (changes.where(F.col("level") == level)
-                .join(F.broadcast(held), "tkey"))
-        # The delta-rs engine folds each table's changes in the task that applies it (Arrow); Spark's fold sorts them.
-        reduced = rows.select(*NET_INPUT) if self.engine.folds else _net_change(rows)
+        rows = written.frame(level, list(tasks)).join(F.broadcast(held), "tkey")
         for key_text, task in tasks.items():
             self.replica.hook_point("before-table-commit", table=tuple(key_text.split("\x00", 1)),
                                     position=task.position, kind="merge")
-        results = self.engine.apply(reduced, tasks)
+        results = self.engine.apply(written.level(level, list(tasks), rows), tasks)
         self.apply_jobs += 1
         for result in results:
             key_text = result["tkey"]
@@ -569,6 +638,10 @@ class DistributedReplicator:
                 shutil.rmtree(folder, ignore_errors=True)
             else:
                 folder.unlink(missing_ok=True)
+
+
+#: Each file read is a task of its own (up to Spark's 128 MB a task): its open is charged as a full task.
+_FILE_PER_TASK: Final = {"spark.sql.files.openCostInBytes": str(128 << 20)}
 
 
 def _counts(offsets: Mapping[TopicPartition, int]) -> dict[str, int]:
@@ -658,8 +731,6 @@ def _ranges(times: list[int], levels: list[int]) -> tuple[list[int], list[int], 
     return lows, highs, out
 
 
-#: Apply tasks per core at most (a table is never split: more tasks only even out the tables' sizes).
-_TASKS_PER_CORE: Final = 4
 _MIN_TS: Final = -(1 << 63)
 _MAX_TS: Final = (1 << 63) - 1
 
@@ -710,35 +781,5 @@ def first_deliveries(rows: Any) -> Any:
     names = rows.columns
     rest = [c for c in names if c not in ("tkey", "ident")]
     order = F.struct((~F.col("staged")).cast("int").alias("late"), "topic", "partition", "offset", "idx")
-    # Grouped by (tkey, ident) in the tkey partitioning the rows arrive in: no second shuffle.
     return (rows.groupBy("tkey", "ident").agg(F.min_by(F.struct(*rest), order).alias("first"))
             .select("tkey", "ident", "first.*").select(*names))
-
-
-def _net_change(rows: Any) -> Any:
-    """One row per (table, handle): its last action in apply order, and fresh/stale change counts."""
-    from pyspark.sql import functions as F
-
-    fresh = (F.col("ts") * 2) > F.col("held")
-    order = F.struct("ts", "rank", "sub", (~F.col("staged")).cast("int").alias("new"), "offset", "idx")
-    common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "topic", "partition", "offset", "idx", "held",
-              "op"]
-    # A delete of the pre-image and an upsert of the post-image per change, as one explode (a union would lose
-    # the table partitioning the rows arrive in, and shuffle them again).
-    deletes = F.when(((F.col("op") == "delete") | (F.col("op") == "update")) & F.col("pre").isNotNull(), F.struct(
-        F.col("pre_h").alias("h"), F.lit("delete").alias("act"), F.lit(0).alias("sub"), F.col("pre").alias("img"),
-        (F.col("op") == "delete").cast("int").alias("primary"), F.lit(-1).alias("delta")))
-    upserts = F.when((F.col("op") != "delete") & F.col("post").isNotNull(), F.struct(
-        F.col("post_h").alias("h"), F.lit("upsert").alias("act"), F.lit(1).alias("sub"), F.col("post").alias("img"),
-        F.lit(1).alias("primary"), F.lit(1).alias("delta")))
-    actions = (rows.select(*common, F.explode(F.array(deletes, upserts)).alias("a")).where(F.col("a").isNotNull())
-               .select(*common, "a.*").withColumn("fresh", fresh))
-    return (actions.groupBy("tkey", "h")
-            # The winning change's record (topic, partition, offset): the ``_source_*`` columns.
-            .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko", "op",
-                                   F.col("topic").alias("src_topic"), F.col("partition").alias("src_partition"),
-                                   F.col("offset").alias("src_offset")), order).alias("w"),
-                 F.sum(F.when(F.col("fresh"), F.col("primary")).otherwise(0)).alias("fresh"),
-                 F.sum(F.when(~F.col("fresh"), F.col("primary")).otherwise(0)).alias("stale"),
-                 F.sum(F.when(F.col("fresh"), F.col("delta")).otherwise(0)).alias("net"))
-            .select("tkey", "w.*", "fresh", "stale", "net"))

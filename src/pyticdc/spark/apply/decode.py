@@ -35,8 +35,9 @@ from pyticdc.errors import DecodeError
 from pyticdc.model import Bootstrap, DDLEvent, Op, Row, RowChange, TableInfo, Watermark
 from pyticdc.spark.worker import prepare_task
 
-__all__ = ["CHANGE_KINDS", "CHANGE_SCHEMA", "DECODED_SCHEMA", "HANDLE_KINDS", "KeyOverrides", "change_values",
-           "decode_records", "decode_to_files", "held_values", "info_id", "mark_changes", "resolve_held", "tkey"]
+__all__ = ["CHANGE_KINDS", "CHANGE_SCHEMA", "DECODED_SCHEMA", "DICTIONARY_COLUMNS", "HANDLE_KINDS",
+           "STATISTICS_COLUMNS", "KeyOverrides", "change_values", "decode_records", "decode_to_files", "held_values",
+           "info_id", "mark_changes", "resolve_held", "tkey"]
 
 #: Exceptions a buggy decoder may leak on hostile bytes (as the consumer engine treats them).
 _DECODER_BUGS: Final = (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError, OverflowError,
@@ -391,8 +392,10 @@ def decode_records(batches: Iterator[pa.RecordBatch], protocol: str, options: Ma
     yield from out.batches()
 
 
-_DICTIONARY_COLUMNS: Final = ["kind", "topic", "tkey", "op", "hkind", "info"]
-_STATISTICS_COLUMNS: Final = ["partition", "offset", "ts"]
+#: Columns of the scratch Parquet files with dictionaries (the few-valued ones) and with statistics (positions and
+#: commit ts): on digests and images both are work the readers never use.
+DICTIONARY_COLUMNS: Final = ["kind", "topic", "tkey", "op", "hkind", "info"]
+STATISTICS_COLUMNS: Final = ["partition", "offset", "ts"]
 
 
 def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol: str, options: Mapping[str, str],
@@ -420,10 +423,8 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
                 if writer is None:
                     os.makedirs(directory, exist_ok=True)
                     # Uncompressed: a scratch file, read by this batch's later stages and removed with its commit.
-                    # Dictionaries only for the few-valued columns and statistics only for the positions and
-                    # commit ts: on digests and images both are work the readers never use.
                     writer = pq.ParquetWriter(path, DECODED_SCHEMA, compression="none",
-                                              use_dictionary=_DICTIONARY_COLUMNS, write_statistics=_STATISTICS_COLUMNS)
+                                              use_dictionary=DICTIONARY_COLUMNS, write_statistics=STATISTICS_COLUMNS)
                 writer.write_batch(rows)
                 written += rows.num_rows
             meta = batch.filter(pc.invert(is_change))

@@ -44,8 +44,10 @@ import pyarrow as pa
 
 from pyticdc.replica.store import ACTION, SHAPE, DeltaStore
 from pyticdc.spark.apply.engines import RESULT_SCHEMA, SegmentTask, apply_segment, task_groups
+from pyticdc.spark.apply.segments import LevelRows
+from pyticdc.spark.session import session_settings
 
-__all__ = ["TXN_APP_ID", "TXN_VERSION", "DeltaSparkEngine", "merge_statement", "stage_groups"]
+__all__ = ["TXN_APP_ID", "TXN_VERSION", "DeltaSparkEngine", "merge_statement", "net_change_frame", "stage_groups"]
 
 #: Delta on Spark's session settings that make a DML command an idempotent application transaction.
 TXN_APP_ID: Final = "spark.databricks.delta.write.txnAppId"
@@ -124,8 +126,6 @@ class DeltaSparkEngine:
     """MERGE INTO by Delta on Spark (delta-spark), one command per table segment (see module docstring)."""
 
     name = "delta-spark"
-    #: Takes the net change folded by Spark (``pyticdc.spark.apply.batch._net_change``).
-    folds = False
 
     def __init__(self, spark: Any, staging: str | Path, hook: Callable[..., None] | None = None) -> None:
         self.spark = spark
@@ -137,9 +137,11 @@ class DeltaSparkEngine:
         #: MERGE commands submitted by this engine.
         self.merges = 0
 
-    def apply(self, reduced: Any, tasks: Mapping[str, SegmentTask]) -> list[dict[str, Any]]:
-        """Apply the reduced actions of every task's table; their result rows (one staging job, one MERGE per table)."""
+    def apply(self, level: LevelRows, tasks: Mapping[str, SegmentTask]) -> list[dict[str, Any]]:
+        """Apply the changes of every task's table; their result rows (one staging job, one MERGE per table)."""
         frozen = dict(tasks)
+        # Spark folds each handle's changes (net_change_frame, shuffled by table and handle).
+        reduced = net_change_frame(level.frame)
         folder = self.staging / f"merge-{uuid.uuid4().hex}"
 
         def run(table: pa.Table) -> pa.Table:
@@ -172,23 +174,44 @@ class DeltaSparkEngine:
         columns = [c for c in frame.columns if c not in (ACTION, SHAPE)]
         statement = merge_statement(task.path, view, columns, on, soft)
         held = {TXN_APP_ID: task.app_id, TXN_VERSION: str(task.position), _TIMESTAMPS[0]: _TIMESTAMPS[1]}
-        conf = self.spark.conf
-        saved = {key: conf.get(key, None) for key in held}
         frame.createOrReplaceTempView(view)
         try:
-            for key, value in held.items():
-                conf.set(key, value)
-            self.spark.sql(statement)  # a command: runs (or is skipped at its position) right here
+            with session_settings(self.spark, held):
+                self.spark.sql(statement)  # a command: runs (or is skipped at its position) right here
             self.merges += 1
         finally:
-            for key, value in saved.items():
-                if value is None:
-                    conf.unset(key)
-                else:
-                    conf.set(key, value)
             self.spark.catalog.dropTempView(view)
 
 
 def _staged_spark_schema() -> str:
     return ("tkey string, applied bigint, skipped bigint, actions bigint, last_ts bigint, info string, "
             "rewrites bigint, merged boolean, source string, on_columns string, soft_columns string")
+
+
+def net_change_frame(rows: Any) -> Any:
+    """One row per (table, handle): its last action in apply order, and fresh/stale change counts."""
+    from pyspark.sql import functions as F
+
+    fresh = (F.col("ts") * 2) > F.col("held")
+    order = F.struct("ts", "rank", "sub", (~F.col("staged")).cast("int").alias("new"), "offset", "idx")
+    common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "topic", "partition", "offset", "idx", "held",
+              "op"]
+    # A delete of the pre-image and an upsert of the post-image per change, as one explode (a union would lose
+    # the table partitioning the rows arrive in, and shuffle them again).
+    deletes = F.when(((F.col("op") == "delete") | (F.col("op") == "update")) & F.col("pre").isNotNull(), F.struct(
+        F.col("pre_h").alias("h"), F.lit("delete").alias("act"), F.lit(0).alias("sub"), F.col("pre").alias("img"),
+        (F.col("op") == "delete").cast("int").alias("primary"), F.lit(-1).alias("delta")))
+    upserts = F.when((F.col("op") != "delete") & F.col("post").isNotNull(), F.struct(
+        F.col("post_h").alias("h"), F.lit("upsert").alias("act"), F.lit(1).alias("sub"), F.col("post").alias("img"),
+        F.lit(1).alias("primary"), F.lit(1).alias("delta")))
+    actions = (rows.select(*common, F.explode(F.array(deletes, upserts)).alias("a")).where(F.col("a").isNotNull())
+               .select(*common, "a.*").withColumn("fresh", fresh))
+    return (actions.groupBy("tkey", "h")
+            # The winning change's record (topic, partition, offset): the ``_source_*`` columns.
+            .agg(F.max_by(F.struct("act", "ts", "row_id", "img", "marks", "hko", "op",
+                                   F.col("topic").alias("src_topic"), F.col("partition").alias("src_partition"),
+                                   F.col("offset").alias("src_offset")), order).alias("w"),
+                 F.sum(F.when(F.col("fresh"), F.col("primary")).otherwise(0)).alias("fresh"),
+                 F.sum(F.when(~F.col("fresh"), F.col("primary")).otherwise(0)).alias("stale"),
+                 F.sum(F.when(F.col("fresh"), F.col("delta")).otherwise(0)).alias("net"))
+            .select("tkey", "w.*", "fresh", "stale", "net"))

@@ -1,11 +1,12 @@
 """Apply engines of the distributed apply, and the driver's part of a segment apply.
 
-An engine takes, for one level of a batch (see :mod:`pyticdc.spark.apply.plan`), the net change per handle
-of every table segment of that level — a Spark DataFrame, never on the driver — and applies it; it hands
-back one small result row per table. :class:`DeltaRsEngine` (the default, no jars) MERGEs with delta-rs
-inside the executors: ``groupBy(table).applyInArrow``, so the tables of a level apply in parallel in one
-Spark job. Each MERGE carries the table's position as a Delta application transaction, exactly as the
-driver engine's (:mod:`pyticdc.replica.store`): a re-run skips what a table holds.
+An engine takes, for one level of a batch (see :mod:`pyticdc.spark.apply.plan`), the change rows of every table
+segment of that level (:class:`pyticdc.spark.apply.segments.LevelRows`: a folder per table, never on the
+driver), folds them into the net change per handle and applies it; it hands back one small result row per table.
+:class:`DeltaRsEngine` (the default, no jars) folds and MERGEs with delta-rs inside the executors: one Spark job
+whose tasks read their tables' folders, so the tables of a level apply in parallel. Each MERGE carries the
+table's position as a Delta application transaction, exactly as the driver engine's
+(:mod:`pyticdc.replica.store`): a re-run skips what a table holds.
 
 :class:`SegmentReplica` is the driver's half: the catalog, DDL, table creation and the progress, i.e.
 :class:`pyticdc.replica.DeltaReplica` with its row buffer replaced by segments applied elsewhere. It decides each
@@ -49,9 +50,10 @@ from pyticdc.replica.projection import (
 )
 from pyticdc.replica.store import SHAPE, DeltaStore, ddl_position
 from pyticdc.spark.apply.net import net_change
+from pyticdc.spark.apply.segments import LevelRows, read_segment, spread_tables
 from pyticdc.spark.worker import prepare_task
 
-__all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "apply_groups", "task_groups"]
+__all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "task_groups"]
 
 _TSO: Final = pa.int64()  # _commit_ts is bigint (pyticdc.replica.projection)
 _Task = TypeVar("_Task")
@@ -153,8 +155,8 @@ def _project(actions: pa.Table, info: TableInfo, *, rowid: bool, digest: bool, t
         elif field.name == IS_DELETED:
             arrays.append(deleted)
         elif field.name in SOURCE_COLUMNS:
-            # The record of the winning change (pyticdc.spark.apply.batch._net_change); NULL when none is known:
-            # partition -1, a row without its record (a driver-engine state's row kept no origin).
+            # The record of the winning change (pyticdc.spark.apply.net); NULL when none is known: partition -1, a
+            # row without its record (a driver-engine state's row kept no origin).
             at = "src_" + field.name.removeprefix("_source_")
             known = pc.greater_equal(_column(actions, "src_partition").cast(pa.int64()), 0)
             arrays.append(pc.if_else(known, _column(actions, at).cast(field.type), pa.scalar(None, field.type)))
@@ -253,32 +255,40 @@ def task_groups(tables: Iterator[pa.Table], tasks: Mapping[str, _Task]) -> Itera
         yield key, table, tasks[key]
 
 
-def apply_groups(tables: Iterator[pa.Table], tasks: Mapping[str, SegmentTask]) -> Iterator[pa.Table]:
-    """``applyInArrow`` body: the reduced actions of one table → its result row."""
-    prepare_task()
-    for key, actions, task in task_groups(tables, tasks):
-        store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id, storage_options=task.storage_options)
-        result = apply_segment(actions, task, store)
-        yield pa.Table.from_pylist([{"tkey": key, **result}], schema=RESULT_SCHEMA)
-
-
 class DeltaRsEngine:
     """delta-rs MERGE inside the executors, tables in parallel (the default: no jars)."""
 
     name = "delta-rs"
-    #: Takes each table's changes unfolded (:data:`pyticdc.spark.apply.net.NET_INPUT`) and folds them itself.
-    folds = True
 
-    def apply(self, reduced: Any, tasks: Mapping[str, SegmentTask]) -> list[dict[str, Any]]:
-        """Fold and apply the changes of every task's table; their result rows (one Spark job)."""
+    def apply(self, level: LevelRows, tasks: Mapping[str, SegmentTask]) -> list[dict[str, Any]]:
+        """Fold and apply the changes of every task's table; their result rows (one Spark job).
+
+        Each Spark task reads its tables' folders itself: the rows never pass through the JVM again. Tables go to
+        tasks by their rows, a few tasks per core, so a few large tables do not end up in one task.
+        """
         frozen = dict(tasks)
+        folders = dict(level.folders)
+        groups = spread_tables({key: level.sizes[key] for key in frozen},
+                               _TASKS_PER_CORE * level.spark.sparkContext.defaultParallelism)
 
-        def run(table: pa.Table) -> pa.Table:
-            out = list(apply_groups(iter([net_change(table)]), frozen))
-            return out[0] if out else RESULT_SCHEMA.empty_table()
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            prepare_task()
+            for batch in batches:
+                for index in batch.column(0).to_pylist():
+                    for key in groups[index]:
+                        task = frozen[key]
+                        store = DeltaStore(Path(task.path).parent.parent, app_id=task.app_id,
+                                           storage_options=task.storage_options)
+                        result = apply_segment(net_change(read_segment(folders[key], task.held)), task, store)
+                        yield pa.RecordBatch.from_pylist([{"tkey": key, **result}], schema=RESULT_SCHEMA)
 
-        results = reduced.groupBy("tkey").applyInArrow(run, _spark_schema()).toArrow()
+        count = len(groups)
+        results = (level.spark.range(count, numPartitions=count).mapInArrow(run, _spark_schema()).toArrow())
         return list(results.to_pylist())
+
+
+#: Apply tasks per core at most (a table is never split: more tasks only even out the tables' sizes).
+_TASKS_PER_CORE: Final = 4
 
 
 def _spark_schema() -> str:

@@ -128,7 +128,7 @@ def _marks(text: str | None, names: Mapping[str, str]) -> frozenset[str]:
 
 def _actions(rows: list[dict[str, Any]], held: int) -> list[dict[str, Any]]:
     # Each change as a delete of its pre-image and an upsert of its post-image, in apply order (the order
-    # pyticdc.spark.apply.batch._net_change picks its winners by); what the history holds is left out.
+    # pyticdc.spark.apply.delta_spark.net_change_frame picks its winners by); what the history holds is left out.
     out: list[dict[str, Any]] = []
     for row in rows:
         if rows_position(row["ts"]) <= held:

@@ -1,12 +1,12 @@
 """The net change per handle of one table's changes, in Arrow (pure): what the delta-rs engine MERGEs.
 
-The same fold as ``pyticdc.spark.apply.batch._net_change`` does in Spark (the ``delta-spark`` engine's, and the
-reference a test holds this one to): each change is a delete of its pre-image's handle and an upsert of
-its post-image's; per handle the last action in apply order (commit ts, operation rank, delete before upsert,
-staged before new, offset, event index) wins and carries its record (the ``_source_*`` columns); fresh and
-stale count the primary actions above and at or below the table's position (``held``), net the upserts minus
-the deletes above it. Spark's form is a sort-based aggregate over every action with its image; this one runs
-in the task that applies the table, on the rows it receives anyway.
+The same fold as ``pyticdc.spark.apply.delta_spark.net_change_frame`` does in Spark (the ``delta-spark``
+engine's, and the reference a test holds this one to): each change is a delete of its pre-image's handle and an
+upsert of its post-image's; per handle the last action in apply order (commit ts, operation rank, delete before
+upsert, staged before new, offset, event index) wins and carries its record (the ``_source_*`` columns); fresh
+and stale count the primary actions above and at or below the table's position (``held``), net the upserts minus
+the deletes above it. Spark's form is a sort-based aggregate over every action with its image; this one runs in
+the task that applies the table, on the rows it reads anyway.
 """
 
 from __future__ import annotations

@@ -1,0 +1,293 @@
+"""A batch's change rows as the distributed apply writes them: one folder per table segment, and the staging.
+
+After the summary, one Spark job writes every unique change row of the batch into ``staging/v<N>/``,
+partitioned by ``part``: ``part=<n>`` holds segment ``n`` (a table at a level, see
+:mod:`pyticdc.spark.apply.plan`), ``part=-1`` the rows above the limit, which the next batch reads back
+(:func:`staged_rows`). The rows are read from the decode's files and shuffled by nobody: each apply task reads
+its tables' folders itself (:func:`read_segment`), and Spark reads a level's folders for the engines and
+history tables that fold in Spark (:meth:`WrittenChanges.frame`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyticdc.spark.apply.decode import DECODED_SCHEMA, DICTIONARY_COLUMNS, STATISTICS_COLUMNS
+from pyticdc.spark.apply.net import NET_INPUT
+
+__all__ = ["BUFFERED_ROWS", "FILES_SCHEMA", "PART", "STAGED_PART", "WRITTEN_SCHEMA", "LevelRows", "SegmentMarks",
+           "SegmentWriter", "WrittenChanges", "keep_files", "mark_parts", "read_segment", "spread_tables",
+           "staged_rows", "write_files", "write_segments"]
+
+#: The partition column of the written rows: the segment's number, or :data:`STAGED_PART`.
+PART: Final = "part"
+#: The folder of the rows above the limit (the next batch's staged rows).
+STAGED_PART: Final = -1
+#: The written rows' columns (in the files: all but ``part``, which is the folder).
+WRITTEN_SCHEMA: Final = DECODED_SCHEMA.append(pa.field("staged", pa.bool_())).append(pa.field(PART, pa.int32()))
+#: The files :func:`write_segments` wrote: one row per file.
+FILES_SCHEMA: Final = pa.schema([(PART, pa.int32()), ("file", pa.string()), ("rows", pa.int64())])
+#: Rows a writing task holds before it writes them out (each part's as one row group).
+BUFFERED_ROWS: Final = 65536
+#: The columns an apply task reads (the fold's input; ``held`` is the task's).
+_READ: Final = [c for c in NET_INPUT if c != "held"]
+
+
+def staged_rows(folder: Path) -> Path | None:
+    """The folder of the rows a committed version staged (``part=-1`` of its written rows); None when it has none.
+
+    A version written before the rows were partitioned holds its staged rows in its folder itself.
+    """
+    if (folder / f"{PART}={STAGED_PART}").is_dir():
+        return folder / f"{PART}={STAGED_PART}"
+    if folder.is_dir() and any(p.suffix == ".parquet" for p in folder.iterdir()):
+        return folder
+    return None
+
+
+class SegmentWriter:
+    """A task's writer of change rows into a Parquet file per part (``folder/part=<n>/<one name per task>``).
+
+    Rows wait in memory until the task holds ``buffered_rows``, then each part's are written as one row group:
+    a part's file has few, large row groups.
+    """
+
+    def __init__(self, folder: str, buffered_rows: int = BUFFERED_ROWS) -> None:
+        self.folder = folder
+        self.buffered_rows = buffered_rows
+        self.name = f"part-{uuid.uuid4().hex}.parquet"
+        self.writers: dict[int, pq.ParquetWriter] = {}
+        self.waiting: dict[int, list[pa.Table]] = {}
+        self.counts: dict[int, int] = {}
+        self.buffered = 0
+
+    def add(self, rows: pa.Table, parts: pa.Array) -> None:
+        """Take ``rows`` (without their part), each into the part ``parts`` gives it."""
+        order = pc.sort_indices(parts)
+        rows = rows.take(order)
+        low = 0
+        # Sorted: each part's rows are one run, and value_counts lists the parts in order.
+        for item in pc.value_counts(parts.take(order)).to_pylist():
+            part, size = item["values"], item["counts"]
+            self.waiting.setdefault(part, []).append(rows.slice(low, size))
+            self.counts[part] = self.counts.get(part, 0) + size
+            self.buffered += size
+            low += size
+        if self.buffered >= self.buffered_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every part's waiting rows."""
+        for part in list(self.waiting):
+            tables = self.waiting.pop(part)
+            writer = self.writers.get(part)
+            if writer is None:
+                os.makedirs(os.path.join(self.folder, f"{PART}={part}"), exist_ok=True)
+                # As the decode's files (pyticdc.spark.apply.decode): scratch files, uncompressed.
+                writer = self.writers[part] = pq.ParquetWriter(
+                    os.path.join(self.folder, f"{PART}={part}", self.name), tables[0].schema, compression="none",
+                    use_dictionary=DICTIONARY_COLUMNS, write_statistics=STATISTICS_COLUMNS)
+            writer.write_table(pa.concat_tables(tables))
+        self.buffered = 0
+
+    def close(self) -> pa.RecordBatch | None:
+        """Write what waits and close the files; one row per file written (:data:`FILES_SCHEMA`), or None."""
+        try:
+            self.flush()
+        finally:
+            for writer in self.writers.values():
+                writer.close()
+        if not self.writers:
+            return None
+        return pa.RecordBatch.from_pylist(
+            [{PART: part, "file": os.path.join(self.folder, f"{PART}={part}", self.name), "rows": self.counts[part]}
+             for part in sorted(self.writers)], schema=FILES_SCHEMA)
+
+
+def write_segments(batches: Iterator[pa.RecordBatch], folder: str, *,
+                   buffered_rows: int = BUFFERED_ROWS) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: change rows with their ``part`` → a Parquet file per part in ``folder/part=<n>/``.
+
+    Yields one row per file written (:data:`FILES_SCHEMA`): the driver keeps the files of the attempts that
+    succeeded, and removes any other (a failed attempt's; :func:`keep_files`).
+    """
+    writer = SegmentWriter(folder, buffered_rows)
+    for batch in batches:
+        writer.add(pa.Table.from_batches([batch]).drop_columns([PART]), batch.column(PART))
+    files = writer.close()
+    if files is not None:
+        yield files
+
+
+@dataclass(frozen=True)
+class SegmentMarks:
+    """What a task needs to mark and place the rows of a file: :func:`pyticdc.spark.apply.batch.mark_columns`'s
+    numbers and the batch's segment numbers."""
+
+    released: int
+    limit: int
+    #: The DDL barriers every table has: (commit ts list, their levels).
+    global_barriers: tuple[list[int], list[int]]
+    #: Per table key with barriers of its own, its barriers (the global ones merged in).
+    barriers: Mapping[str, tuple[list[int], list[int]]]
+    #: (topic, partition, first offset of a decode task) → the resolved ts before that task's records.
+    carry: Mapping[tuple[str, int, int], int]
+    #: (table key, level) → segment number.
+    parts: Mapping[tuple[str, int], int]
+
+
+def _levels(ts: Any, times: Sequence[int], levels: Sequence[int]) -> Any:
+    # As Marks.level: rows at a barrier's ts go before it.
+    import numpy
+
+    return numpy.asarray([0, *levels], dtype=numpy.int32)[numpy.searchsorted(numpy.asarray(times, numpy.int64), ts)]
+
+
+def mark_parts(rows: pa.Table, marks: SegmentMarks, staged: bool) -> tuple[pa.Table, pa.Array]:
+    """A file's change rows (DECODED_SCHEMA) → those to keep, with ``staged``, and each one's part.
+
+    The rules of :func:`pyticdc.spark.apply.batch.mark_columns`, in Arrow: a row not staged is re-sent (dropped)
+    at or below the released ts or its partition's resolved ts where it was read (its task's running watermark
+    and the task's carry); a row's level is its table's segment, by the DDL barriers; above the limit it waits
+    (part -1).
+    """
+    import numpy
+
+    ts = rows.column("ts").to_numpy()
+    level = _levels(ts, *marks.global_barriers)
+    encoded = pc.dictionary_encode(rows.column("tkey")).combine_chunks()
+    keys = encoded.dictionary.to_pylist()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    for code, key in enumerate(keys):
+        if key in marks.barriers:
+            mine = codes == code
+            level[mine] = _levels(ts[mine], *marks.barriers[key])
+    keep = numpy.ones(len(ts), dtype=bool)
+    if not staged:
+        before = rows.column("rb").to_numpy().copy()
+        if marks.carry:
+            portions = rows.select(["topic", "partition", "seg"]).group_by(["topic", "partition", "seg"]).aggregate([])
+            for topic, partition, seg in zip(*(portions.column(c).to_pylist() for c in ("topic", "partition", "seg"))):
+                carried = marks.carry.get((topic, partition, seg))
+                if carried is not None:
+                    mine = pc.and_(pc.and_(pc.equal(rows.column("topic"), topic),
+                                           pc.equal(rows.column("partition"), partition)),
+                                   pc.equal(rows.column("seg"), seg)).to_numpy(zero_copy_only=False)
+                    before[mine] = numpy.maximum(before[mine], carried)
+        keep = (ts > marks.released) & (ts > before)
+    level[ts > marks.limit] = -1
+    # Part by (table code, level): a small table of the batch's segments; level -1 (and none) → STAGED_PART.
+    width = max([lv for _, lv in marks.parts] + [0]) + 1
+    table = numpy.full((len(keys) + 1, width + 1), STAGED_PART, dtype=numpy.int32)
+    for code, key in enumerate(keys):
+        for lv in range(width):
+            table[code, lv] = marks.parts.get((key, lv), STAGED_PART)
+    part = table[codes, numpy.where(level < 0, width, level)]
+    kept = pa.array(keep)
+    out = rows.select(DECODED_SCHEMA.names).filter(kept)
+    out = out.append_column("staged", pa.repeat(pa.scalar(staged), out.num_rows))
+    return out, pa.array(part).filter(kept)
+
+
+def write_files(batches: Iterator[pa.RecordBatch], inputs: Sequence[tuple[str, bool]], marks: SegmentMarks,
+                folder: str) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body over task numbers: task ``n`` reads input file ``n`` (a decode's file, or a staged one)
+    with pyarrow, marks its rows (:func:`mark_parts`) and writes them (:class:`SegmentWriter`).
+
+    The rows never enter the JVM: Spark only schedules the tasks.
+    """
+    for batch in batches:
+        for index in batch.column(0).to_pylist():
+            path, staged = inputs[index]
+            writer = SegmentWriter(folder)
+            for rows in pq.ParquetFile(path).iter_batches(batch_size=BUFFERED_ROWS, columns=DECODED_SCHEMA.names,
+                                                          use_threads=False):
+                table, parts = mark_parts(pa.Table.from_batches([rows]), marks, staged)
+                writer.add(table, parts)
+            files = writer.close()
+            if files is not None:
+                yield files
+
+
+def keep_files(folder: Path, files: Sequence[str]) -> None:
+    """Remove from ``folder``'s parts every file but ``files`` (what a failed or repeated task attempt wrote)."""
+    wanted = {os.path.abspath(f) for f in files}
+    for path in folder.glob(f"{PART}=*/*"):
+        if path.is_file() and os.path.abspath(path) not in wanted:
+            path.unlink()
+
+
+def read_segment(folder: str, held: int) -> pa.Table:
+    """One segment's change rows as the fold reads them (:data:`~pyticdc.spark.apply.net.NET_INPUT`); ``held``:
+    its table's position."""
+    table = pq.read_table(folder, columns=_READ, use_threads=False)
+    return table.append_column("held", pa.repeat(pa.scalar(held, pa.int64()), table.num_rows))
+
+
+def spread_tables(sizes: Mapping[str, int], tasks: int) -> list[list[str]]:
+    """The tables in at most ``tasks`` groups of about equal rows, largest group first (Spark starts its tasks in
+    order, so the longest runs first); a table is never split."""
+    count = max(1, min(tasks, len(sizes)))
+    totals = [0] * count
+    groups: list[list[str]] = [[] for _ in range(count)]
+    for key in sorted(sizes, key=lambda k: (-sizes[k], k)):
+        smallest = totals.index(min(totals))
+        totals[smallest] += sizes[key]
+        groups[smallest].append(key)
+    return [groups[i] for i in sorted(range(count), key=lambda i: -totals[i]) if groups[i]]
+
+
+@dataclass(frozen=True)
+class LevelRows:
+    """One level's change rows for the engines: each table's folder and row count, and the rows as a Spark frame
+    (with its table's ``held`` position) for those that fold in Spark."""
+
+    spark: Any
+    folders: Mapping[str, str]
+    sizes: Mapping[str, int]
+    frame: Any
+
+
+class WrittenChanges:
+    """The folders of one batch's written change rows (see module docstring)."""
+
+    def __init__(self, spark: Any, folder: Path, parts: Mapping[tuple[str, int], int],
+                 sizes: Mapping[tuple[str, int], int]) -> None:
+        self.spark = spark
+        self.folder = folder
+        #: (table key, level) → its segment number.
+        self.parts = dict(parts)
+        self.sizes = dict(sizes)
+
+    def path(self, key: str, level: int) -> str:
+        """The folder of a table's segment at ``level``."""
+        return str(self.folder / f"{PART}={self.parts[(key, level)]}")
+
+    def frame(self, level: int, keys: Sequence[str]) -> Any:
+        """The rows of ``keys``'s segments at ``level`` as a Spark frame (DECODED_SCHEMA columns and ``staged``)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        parts = [self.parts[(key, level)] for key in keys]
+        return (self.spark.read.schema(from_arrow_schema(WRITTEN_SCHEMA)).parquet(str(self.folder))
+                .where(F.col(PART).isin(parts)).drop(PART))
+
+    def level(self, level: int, keys: Sequence[str], frame: Any) -> LevelRows:
+        """What an engine is given for ``keys``'s segments at ``level`` (``frame``: :meth:`frame` with ``held``)."""
+        return LevelRows(self.spark, {key: self.path(key, level) for key in keys},
+                         {key: self.sizes[(key, level)] for key in keys}, frame)
+
+    def discard_applied(self) -> None:
+        """Remove the applied segments' folders (the staged rows stay, for the next batch)."""
+        for part in set(self.parts.values()):
+            shutil.rmtree(self.folder / f"{PART}={part}", ignore_errors=True)

@@ -1,0 +1,188 @@
+"""The written change rows of a batch: a folder per segment, the staging, the apply tasks' tables (no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyticdc.spark.apply.net import NET_INPUT
+from pyticdc.spark.apply.segments import (
+    FILES_SCHEMA,
+    PART,
+    STAGED_PART,
+    WRITTEN_SCHEMA,
+    keep_files,
+    read_segment,
+    spread_tables,
+    staged_rows,
+    write_segments,
+)
+
+
+def _rows(parts: list[int], start: int = 0) -> pa.RecordBatch:
+    # Change rows whose ts is their number (from ``start``) and whose table and image name their part.
+    count = len(parts)
+    columns = {field.name: pa.nulls(count, field.type) for field in WRITTEN_SCHEMA}
+    columns.update(tkey=pa.array([f"s\x00t{p}" for p in parts]), ts=pa.array(range(start, start + count), pa.int64()),
+                   post=pa.array([f'{{"part":{p}}}' for p in parts]), staged=pa.array([p % 2 == 0 for p in parts]),
+                   op=pa.array(["insert"] * count))
+    columns[PART] = pa.array(parts, pa.int32())
+    return pa.RecordBatch.from_pydict(columns, schema=WRITTEN_SCHEMA)
+
+
+@given(st.lists(st.lists(st.integers(-1, 5), max_size=40), max_size=6), st.integers(1, 50))
+@settings(max_examples=60, deadline=None)
+def test_written_rows_land_in_their_parts_folder_once(tmp_path_factory: pytest.TempPathFactory,
+                                                      batches: list[list[int]], bound: int) -> None:
+    folder = tmp_path_factory.mktemp("written")
+    starts = [sum(len(b) for b in batches[:n]) for n in range(len(batches))]
+    # Small bounds: a part's rows are written in several row groups.
+    written = write_segments(iter([_rows(b, start) for b, start in zip(batches, starts)]), str(folder),
+                             buffered_rows=bound)
+    files = pa.Table.from_batches(list(written), schema=FILES_SCHEMA)
+    expected: dict[int, list[tuple[int, str]]] = {}
+    base = 0
+    for parts in batches:
+        for index, part in enumerate(parts):
+            expected.setdefault(part, []).append((base + index, f"s\x00t{part}"))
+        base += len(parts)
+    assert sorted(files.column(PART).to_pylist()) == sorted(expected)
+    assert {row[PART]: row["rows"] for row in files.to_pylist()} == {p: len(r) for p, r in expected.items()}
+    for row in files.to_pylist():
+        assert Path(row["file"]).parent == folder / f"{PART}={row[PART]}"
+    for part, rows in expected.items():
+        read = pq.read_table(folder / f"{PART}={part}")
+        assert PART not in read.column_names and read.schema.field("staged").type == pa.bool_()
+        assert sorted(zip(read.column("ts").to_pylist(), read.column("tkey").to_pylist())) == rows
+
+
+def test_an_apply_task_reads_its_segment_with_its_tables_position(tmp_path: Path) -> None:
+    files = list(write_segments(iter([_rows([0, 3, 0, STAGED_PART])]), str(tmp_path)))
+    assert len(files) == 1 and files[0].num_rows == 3
+    rows = read_segment(str(tmp_path / f"{PART}=0"), held=42)
+    assert rows.column_names == [c for c in NET_INPUT if c != "held"] + ["held"]
+    assert rows.column("ts").to_pylist() == [0, 2] and rows.column("held").to_pylist() == [42, 42]
+
+
+def test_a_failed_attempts_files_are_removed_and_the_staging_is_the_minus_one_part(tmp_path: Path) -> None:
+    first = pa.Table.from_batches(list(write_segments(iter([_rows([0, STAGED_PART])]), str(tmp_path))))
+    retried = pa.Table.from_batches(list(write_segments(iter([_rows([0, STAGED_PART])]), str(tmp_path))))
+    assert len(list(tmp_path.glob(f"{PART}=*/*.parquet"))) == 4  # both attempts' files
+    keep_files(tmp_path, retried.column("file").to_pylist())
+    assert sorted(tmp_path.glob(f"{PART}=*/*.parquet")) == sorted(Path(f) for f in retried.column("file").to_pylist())
+    assert not set(first.column("file").to_pylist()) & {str(p) for p in tmp_path.glob("**/*.parquet")}
+    assert staged_rows(tmp_path) == tmp_path / f"{PART}={STAGED_PART}"
+    assert pq.read_table(staged_rows(tmp_path)).num_rows == 1
+
+
+def test_staged_rows_of_a_version_without_any_and_of_one_written_before_parts(tmp_path: Path) -> None:
+    assert staged_rows(tmp_path / "v3") is None
+    list(write_segments(iter([_rows([0, 1])]), str(tmp_path / "v4")))
+    assert staged_rows(tmp_path / "v4") is None  # applied segments only: nothing waits
+    old = tmp_path / "v5"
+    old.mkdir()
+    pq.write_table(pa.Table.from_batches([_rows([STAGED_PART])]), old / "part-0.parquet")
+    assert staged_rows(old) == old
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=3), st.integers(1, 1000), max_size=30), st.integers(1, 8))
+def test_tables_spread_over_tasks_evenly_each_table_once_largest_first(sizes: dict[str, int], tasks: int) -> None:
+    groups = spread_tables(sizes, tasks)
+    assert sorted(k for g in groups for k in g) == sorted(sizes)
+    assert len(groups) == min(tasks, len(sizes))
+    totals = [sum(sizes[k] for k in g) for g in groups]
+    assert totals == sorted(totals, reverse=True)
+    if sizes:
+        # Each table went to the least loaded task: no two tasks differ by more than one table's rows.
+        assert totals[0] - totals[-1] <= max(sizes.values())
+
+
+def test_a_files_marks_drop_level_and_place_exactly_the_rows_the_python_marks_do() -> None:
+    import functools
+    import random
+
+    from pyticdc.consumer.state import ConsumerState
+    from pyticdc.sim import FaultPlan, WorkloadConfig, inject, interleave, produce, simulate, with_offsets
+    from pyticdc.spark.apply.decode import CHANGE_SCHEMA, decode_records, mark_changes
+    from pyticdc.spark.apply.plan import plan_batch
+    from pyticdc.spark.apply.segments import SegmentMarks, mark_parts
+
+    history = simulate(31, WorkloadConfig(transactions=40))
+    rng = random.Random(31)
+    logs = with_offsets(inject(produce(history, "canal-json", {"enable-tidb-extension": "true"}, topic="t",
+                                       partitions=3), FaultPlan(), rng))
+    records = [{"key": r.key, "value": r.value, "topic": r.topic, "partition": r.partition, "offset": r.offset}
+               for r in interleave(logs, rng)]
+    # Four decode tasks over the interleaved stream: every partition is split between tasks.
+    chunks = [records[len(records) * k // 4:len(records) * (k + 1) // 4] for k in range(4)]
+    decode = functools.partial(decode_records, protocol="canal-json", options={"enable-tidb-extension": "true"},
+                               start={})
+    tasks = [pa.Table.from_batches(list(decode(iter([pa.RecordBatch.from_pylist(chunk)])))) for chunk in chunks]
+    meta = [row for task in tasks for row in task.to_pylist() if row["kind"] not in ("row", "held")]
+    first_wm = min(r["ts"] for r in meta if r["kind"] == "wm")
+    state = ConsumerState(protocol="canal-json", next_offsets={}, resolved={("t", 1): first_wm}, released_ts=0)
+    plan = plan_batch(meta, state, [("t", p) for p in range(3)], "canal-json")
+    assert plan.carry is not None and len(set(plan.carry.values())) > 1 and plan.ddls
+    files = [task.filter(pa.compute.equal(task["kind"], "row")) for task in tasks]
+    times = sorted(t for rows in files for t in rows.column("ts").to_pylist())
+    plan.limit = times[len(times) * 3 // 4]  # the last rows wait (level -1)
+    every = pa.concat_tables(files)
+    segments = sorted({(k, lv) for k in set(every.column("tkey").to_pylist()) for lv in range(plan.waves + 1)})
+    parts = {segment: n for n, segment in enumerate(segments)}
+    marks = SegmentMarks(released=plan.marks.released, limit=plan.limit, global_barriers=plan.marks.global_barriers,
+                         barriers=plan.marks.barriers, carry=plan.carry, parts=parts)
+    for staged in (False, True):
+        python = pa.Table.from_batches(list(mark_changes(iter(every.to_batches()), plan.marks, staged=staged,
+                                                         limit=plan.limit)), schema=CHANGE_SCHEMA)
+        expected = sorted((r["topic"], r["partition"], r["offset"], r["idx"], parts.get((r["tkey"], r["level"]), -1),
+                           r["staged"]) for r in python.to_pylist())
+        got = []
+        for rows in files:  # each decode task's file on its own, as the write's tasks read them
+            kept, placed = mark_parts(rows, marks, staged)
+            got += [(r["topic"], r["partition"], r["offset"], r["idx"], part, r["staged"])
+                    for r, part in zip(kept.to_pylist(), placed.to_pylist())]
+        assert sorted(got) == expected
+        if not staged:
+            assert 0 < len(expected) < every.num_rows  # the restarts re-sent rows that are dropped
+        placed_parts = {part for *_, part, _ in expected}
+        assert -1 in placed_parts and len({lv for (_, lv), n in parts.items() if n in placed_parts}) > 1
+
+
+def test_a_row_at_a_ddls_commit_ts_goes_before_it_and_one_at_the_limit_is_applied() -> None:
+    from pyticdc.spark.apply.decode import DECODED_SCHEMA, Marks, mark_changes
+    from pyticdc.spark.apply.segments import SegmentMarks, mark_parts
+
+    # Table a has a barrier of its own at 20 (and the global one at 30); table b only the global one.
+    stamps = [(key, ts) for key in ("a", "b") for ts in (19, 20, 21, 30, 31, 40, 41)]
+    columns = {field.name: pa.nulls(len(stamps), field.type) for field in DECODED_SCHEMA}
+    columns.update(kind=pa.array(["row"] * len(stamps)), tkey=pa.array([f"s\x00{k}" for k, _ in stamps]),
+                   ts=pa.array([ts for _, ts in stamps], pa.int64()), topic=pa.array(["t"] * len(stamps)),
+                   partition=pa.array([0] * len(stamps), pa.int32()), offset=pa.array(range(len(stamps)), pa.int64()),
+                   idx=pa.array([0] * len(stamps), pa.int32()), rb=pa.array([0] * len(stamps), pa.int64()),
+                   seg=pa.array([0] * len(stamps), pa.int64()))
+    rows = pa.table(columns, schema=DECODED_SCHEMA)
+    barriers = {"s\x00a": ([20, 30], [1, 2])}
+    parts = {(f"s\x00{k}", lv): n for n, (k, lv) in enumerate((k, lv) for k in "ab" for lv in range(3))}
+    marks = SegmentMarks(released=0, limit=40, global_barriers=([30], [2]), barriers=barriers,
+                         carry={("t", 0, 0): 0}, parts=parts)
+    kept, placed = mark_parts(rows, marks, staged=False)
+    by_row = {(k[-1], ts): part for k, ts, part in zip(kept.column("tkey").to_pylist(), kept.column("ts").to_pylist(),
+                                                       placed.to_pylist())}
+    assert by_row == {
+        ("a", 19): parts[("s\x00a", 0)], ("a", 20): parts[("s\x00a", 0)], ("a", 21): parts[("s\x00a", 1)],
+        ("a", 30): parts[("s\x00a", 1)], ("a", 31): parts[("s\x00a", 2)], ("a", 40): parts[("s\x00a", 2)],
+        ("a", 41): -1,
+        ("b", 19): parts[("s\x00b", 0)], ("b", 20): parts[("s\x00b", 0)], ("b", 21): parts[("s\x00b", 0)],
+        ("b", 30): parts[("s\x00b", 0)], ("b", 31): parts[("s\x00b", 2)], ("b", 40): parts[("s\x00b", 2)],
+        ("b", 41): -1,
+    }
+    # The Python marks say the same levels.
+    reference = Marks({}, {}, 0, barriers, ([30], [2]))
+    python = pa.Table.from_batches(list(mark_changes(iter(rows.to_batches()), reference, staged=False, limit=40)))
+    assert {(k[-1], ts): parts.get((k, lv), -1) for k, ts, lv in zip(python.column("tkey").to_pylist(),
+            python.column("ts").to_pylist(), python.column("level").to_pylist())} == by_row
