@@ -341,21 +341,25 @@ def _worker(args: argparse.Namespace) -> int:
     size = int(args.rows)
     capture = args.data_dir / f"canal-{size}-{args.tables}.jsonl"  # written by scaling() before the workers
     warehouse = args.data_dir / f"warehouse-{args.master.replace('[', '-').rstrip(']')}"
+    small = args.data_dir / f"canal-{args.warmup_rows}-{args.tables}.jsonl"
     if args.warmup_rows:
-        # Both pipelines once on a small capture first, so both are measured on a warm JVM: each runs every query
-        # its measured run does, compiled by Spark and JIT-compiled. pyticdc's warm-up takes two batches, as the
-        # measured run does (its last batch reads the rows the first staged: queries of their own).
-        small = args.data_dir / f"canal-{args.warmup_rows}-{args.tables}.jsonl"
+        # Each pipeline once on a small capture right before its measured run, so both are measured on a warm JVM:
+        # each runs every query its measured run does, compiled by Spark and JIT-compiled. pyticdc's warm-up takes
+        # two batches, as the measured run does (its last batch reads the rows the first staged: queries of their
+        # own). The baseline's warm-up comes after pyticdc's measured run: before it, the JIT would still be
+        # compiling the baseline's code during pyticdc's run on local[2] and not on local[1], which has no baseline.
         warmup_batches = args.batch_records or max(1, args.warmup_rows * 2 // 3)
         run_pyticdc(spark, small, args.data_dir / f"{warehouse.name}-warmup", warmup_batches, engine="distributed")
-        if not args.no_baseline:
-            run_merge_baseline(spark, small, args.data_dir / "baseline-warmup")
     seconds, batches = run_pyticdc(spark, capture, warehouse, args.batch_records, engine="distributed")
     # The driver's peak before the benchmark loads the workload's truth (its final rows: hundreds of MB at 1M).
     rss_mb = _peak_rss_mb()
     row_changes, truth, infos = generate(capture, size, args.tables)
     check = "skipped" if args.no_verify else verify(warehouse, truth, infos)
-    baseline = None if args.no_baseline else run_merge_baseline(spark, capture, args.data_dir / "baseline-merge")
+    baseline = None
+    if not args.no_baseline:
+        if args.warmup_rows:
+            run_merge_baseline(spark, small, args.data_dir / "baseline-warmup")
+        baseline = run_merge_baseline(spark, capture, args.data_dir / "baseline-merge")
     print(json.dumps({"seconds": seconds, "batches": batches, "rss_mb": rss_mb, "rows": row_changes,
                       "check": check, "baseline": baseline}))
     spark.stop()
@@ -431,9 +435,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the distributed engine on local[1] and local[2] (subprocesses) and the MERGE baseline; "
                              "ends with the scaling, ratio and driver peak RSS lines")
     parser.add_argument("--warmup-rows", type=int, default=100_000,
-                        help="--scaling: first run both pipelines on a capture of this many row changes in the same "
-                             "JVM, so both are measured warm (default 100000). With 0, pyticdc runs first on a cold "
-                             "JVM and the baseline after it, on the JVM pyticdc warmed")
+                        help="--scaling: run each pipeline on a capture of this many row changes in the same JVM "
+                             "right before its measured run, so both are measured warm (default 100000). With 0, "
+                             "pyticdc runs first on a cold JVM and the baseline after it, on the JVM pyticdc warmed")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
