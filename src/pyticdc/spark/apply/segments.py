@@ -3,9 +3,12 @@
 After the summary, one Spark job writes every unique change row of the batch into ``staging/v<N>/``,
 partitioned by ``part``: ``part=<n>`` holds segment ``n`` (a table at a level, see
 :mod:`pyticdc.spark.apply.plan`), ``part=-1`` the rows above the limit, which the next batch reads back
-(:func:`staged_rows`). The rows are read from the decode's files and shuffled by nobody: each apply task reads
-its tables' folders itself (:func:`read_segment`), and Spark reads a level's folders for the engines and
-history tables that fold in Spark (:meth:`WrittenChanges.frame`).
+(:func:`staged_rows`). Each of the job's tasks reads one of the decode's files (or of the staged ones) with
+pyarrow and marks its rows itself (:func:`write_files`, :func:`mark_parts`: the rules of
+``pyticdc.spark.apply.batch.mark_columns``); when rows must first be de-duplicated, or marked by the Python
+reference, Spark marks them and hands them to the writing tasks (:func:`write_segments`). Nobody shuffles the
+rows: each apply task reads its tables' folders itself (:func:`read_segment`), and Spark reads a level's folders
+for the engines and history tables that fold in Spark (:meth:`WrittenChanges.frame`).
 """
 
 from __future__ import annotations
