@@ -186,3 +186,20 @@ def test_a_row_at_a_ddls_commit_ts_goes_before_it_and_one_at_the_limit_is_applie
     python = pa.Table.from_batches(list(mark_changes(iter(rows.to_batches()), reference, staged=False, limit=40)))
     assert {(k[-1], ts): parts.get((k, lv), -1) for k, ts, lv in zip(python.column("tkey").to_pylist(),
             python.column("ts").to_pylist(), python.column("level").to_pylist())} == by_row
+
+
+def test_a_resent_row_at_a_level_no_kept_row_has_is_dropped_not_an_error() -> None:
+    from pyticdc.spark.apply.decode import DECODED_SCHEMA
+    from pyticdc.spark.apply.segments import SegmentMarks, mark_parts
+
+    # DDLs at 30 and 40 (waves 1 and 2). The kept row is at 10 (level 0); the row at 50 was re-sent below its
+    # partition's resolved ts (60, its task's running watermark), so it is dropped though it is at level 2.
+    columns = {field.name: pa.nulls(2, field.type) for field in DECODED_SCHEMA}
+    columns.update(kind=pa.array(["row", "row"]), tkey=pa.array(["s\x00a"] * 2), ts=pa.array([10, 50], pa.int64()),
+                   topic=pa.array(["t"] * 2), partition=pa.array([0, 0], pa.int32()),
+                   offset=pa.array([0, 1], pa.int64()), idx=pa.array([0, 0], pa.int32()),
+                   rb=pa.array([0, 60], pa.int64()), seg=pa.array([0, 0], pa.int64()))
+    marks = SegmentMarks(released=0, limit=100, global_barriers=([30, 40], [1, 2]), barriers={}, carry={},
+                         parts={("s\x00a", 0): 0})
+    kept, placed = mark_parts(pa.table(columns, schema=DECODED_SCHEMA), marks, staged=False)
+    assert kept.column("ts").to_pylist() == [10] and placed.to_pylist() == [0]

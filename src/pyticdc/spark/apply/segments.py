@@ -189,9 +189,10 @@ def mark_parts(rows: pa.Table, marks: SegmentMarks, staged: bool) -> tuple[pa.Ta
                     before[mine] = numpy.maximum(before[mine], carried)
         keep = (ts > marks.released) & (ts > before)
     level[ts > marks.limit] = -1
-    # Part by (table code, level): a small table of the batch's segments; level -1 (and none) → STAGED_PART.
-    width = max([lv for _, lv in marks.parts] + [0]) + 1
-    table = numpy.full((len(keys) + 1, width + 1), STAGED_PART, dtype=numpy.int32)
+    # Part by (table code, level): a small table of the batch's segments; level -1 (and none) → STAGED_PART. As
+    # wide as every row's level: a dropped (re-sent) row may be at a level no kept row has.
+    width = max([lv for _, lv in marks.parts] + [int(level.max()) if len(level) else 0, 0]) + 1
+    table = numpy.full((len(keys), width + 1), STAGED_PART, dtype=numpy.int32)
     for code, key in enumerate(keys):
         for lv in range(width):
             table[code, lv] = marks.parts.get((key, lv), STAGED_PART)
