@@ -196,8 +196,8 @@ def net_change_frame(rows: Any) -> Any:
     order = F.struct("ts", "rank", "sub", (~F.col("staged")).cast("int").alias("new"), "offset", "idx")
     common = ["tkey", "ts", "rank", "row_id", "marks", "hko", "staged", "topic", "partition", "offset", "idx", "held",
               "op"]
-    # A delete of the pre-image and an upsert of the post-image per change, as one explode (a union would lose
-    # the table partitioning the rows arrive in, and shuffle them again).
+    # A delete of the pre-image and an upsert of the post-image per change, as one explode (one pass over the
+    # rows; a union would read them twice).
     deletes = F.when(((F.col("op") == "delete") | (F.col("op") == "update")) & F.col("pre").isNotNull(), F.struct(
         F.col("pre_h").alias("h"), F.lit("delete").alias("act"), F.lit(0).alias("sub"), F.col("pre").alias("img"),
         (F.col("op") == "delete").cast("int").alias("primary"), F.lit(-1).alias("delta")))
