@@ -52,6 +52,11 @@ def test_change_rows_go_to_one_file_and_the_metadata_is_yielded_as_decode_record
     yielded = pa.Table.from_batches(out, schema=DECODED_SCHEMA)
     *meta, last = yielded.to_pylist()
     assert last["kind"] == "file" and last["ts"] == expected_changes.num_rows > 0
+    # Before it, a row per table key of the file's rows (the write numbers their segments by them).
+    tables = [row for row in meta if row["kind"] == "table"]
+    assert meta[len(meta) - len(tables):] == tables
+    assert [row["tkey"] for row in tables] == sorted(set(expected_changes.column("tkey").to_pylist())) != []
+    meta = meta[:len(meta) - len(tables)]
     assert meta == expected_meta.to_pylist()
     assert any(row["kind"] == "error" for row in meta) and any(row["kind"] == "wm" for row in meta)
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [Path(last["text"]).name]

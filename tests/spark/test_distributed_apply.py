@@ -343,7 +343,7 @@ def test_the_summary_counts_unique_changes_and_their_deliveries(spark: Any) -> N
     unique = summary(rows)
     assert unique[("s\x00a", 0, False)] == {
         "tkey": "s\x00a", "level": 0, "pending": False, "rows": 3, "copies": 3, "first_ts": 10, "last_ts": 12,
-        "any_rowid": 1, "infos": ["i1", "i2"], "hkinds": ["key"], "latest": "i2", "staged": 1}
+        "any_rowid": 1, "infos": ["i1", "i2"], "hkinds": ["key"], "latest": "i2", "staged": 1, "tkeys": ["s\x00a"]}
     assert unique[("s\x00a", 1, False)]["rows"] == 1 and unique[("s\x00a", 1, False)]["latest"] == "i3"
     assert unique[("s\x00b", 0, False)]["rows"] == unique[("s\x00b", -1, True)]["rows"] == 1
     # Re-deliveries (a staged row read again, a re-sent one) add copies, not changes.
@@ -358,3 +358,57 @@ def test_the_summary_counts_unique_changes_and_their_deliveries(spark: Any) -> N
     # Every handle kind a segment's rows name.
     kinds = summary([*rows, ("s\x00b", b"8", 0, 31, 1, 0, "j1", "image", False)])
     assert kinds[("s\x00b", 0, False)]["hkinds"] == ["image", "rowid"]
+
+
+@pytest.mark.spark
+def test_the_written_parts_summary_is_the_spark_summary(spark: Any, tmp_path: Path) -> None:
+    # The usual batch's summary comes from what the writing and de-duplicating tasks report: the same as the one
+    # Spark computes over the marked rows (the path of Simple and unordered reads), repeats included.
+    import pyarrow as pa
+
+    from pyticdc.spark.apply.batch import _segment_summary, _summarize
+    from pyticdc.spark.apply.segments import (
+        FILES_SCHEMA,
+        STAGED_PART,
+        WRITTEN_SCHEMA,
+        summarize_files,
+        unique_parts,
+        write_segments,
+    )
+
+    infos = {"i1", "i2", "i3", "j1", "zz"}
+    rows = [("s\x00a", b"1", 0, 10, 1, 0, "i1", "key", False), ("s\x00a", b"2", 0, 12, 2, 0, "i1", "key", True),
+            ("s\x00a", b"3", 0, 12, 3, 5, "i2", "key", False), ("s\x00a", b"4", 1, 20, 1, 0, "i3", "key", False),
+            ("s\x00b", b"5", 0, 11, 1, 0, "j1", "rowid", False), ("s\x00b", b"6", -1, 99, 1, 0, "j1", "rowid", False),
+            ("s\x00a", b"7", -1, 98, 1, 0, "gone", "key", True), ("s\x00b", b"8", 0, 31, 1, 0, "gone", "image", False)]
+    rows += [("s\x00a", b"2", 0, 12, 2, 0, "i1", "key", False), rows[0], rows[0], rows[5], rows[6]]
+    names = ["tkey", "ident", "level", "ts", "rank", "row_id", "info", "hkind", "staged"]
+    columns = "tkey string, ident binary, level int, ts long, rank int, row_id long, info string, hkind string, " \
+              "staged boolean"
+    spark_summary = {(s["tkey"], s["level"]): s for s in _summarize(spark.createDataFrame(rows, columns), infos, spark)}
+
+    segments = sorted({(r[0], r[2]) for r in rows if r[2] >= 0})
+    parts = {segment: n for n, segment in enumerate(segments)}
+    records: list[dict[str, Any]] = [dict(zip(names, r)) for r in rows]
+    batch = pa.RecordBatch.from_pydict(
+        {f.name: pa.array([r.get(f.name) if f.name != "part" else parts.get((r["tkey"], r["level"]), STAGED_PART)
+                           for r in records], f.type) for f in WRITTEN_SCHEMA}, schema=WRITTEN_SCHEMA)
+    described = summarize_files(pa.Table.from_batches(list(write_segments(iter([batch]), str(tmp_path))),
+                                                      schema=FILES_SCHEMA))
+    unique = {r["part"]: r for b in unique_parts(iter([pa.record_batch({"id": [0]})]), str(tmp_path),
+                                                 [sorted(described)]) for r in b.to_pylist()}
+    numbered = {n: segment for segment, n in parts.items()}
+    written = [_segment_summary(numbered.get(p, ("", -1)), described[p], unique[p], infos) for p in sorted(described)]
+    for summary in written:
+        if summary["pending"]:
+            # One entry for every table's rows above the limit.
+            pending = [s for s in spark_summary.values() if s["pending"]]
+            assert summary["tkeys"] == sorted(s["tkey"] for s in pending)
+            for field in ("rows", "copies", "staged"):
+                assert summary[field] == sum(s[field] for s in pending), field
+            assert summary["infos"] == sorted({i for s in pending for i in s["infos"]})
+        else:
+            expected = spark_summary[(summary["tkey"], summary["level"])]
+            assert {**summary, "any_rowid": int(summary["any_rowid"])} == {
+                **expected, "infos": sorted(expected["infos"]), "hkinds": sorted(expected["hkinds"])}
+    assert len(written) == len({(t, lv) for t, lv in spark_summary if lv >= 0}) + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -203,3 +204,115 @@ def test_a_resent_row_at_a_level_no_kept_row_has_is_dropped_not_an_error() -> No
                          parts={("s\x00a", 0): 0})
     kept, placed = mark_parts(pa.table(columns, schema=DECODED_SCHEMA), marks, staged=False)
     assert kept.column("ts").to_pylist() == [10] and placed.to_pylist() == [0]
+    # A kept row of a (table, level) the batch did not number is refused, not staged (it would be lost).
+    unnumbered = SegmentMarks(released=0, limit=100, global_barriers=([30, 40], [1, 2]), barriers={}, carry={},
+                              parts={("s\x00b", 0): 0})
+    with pytest.raises(ValueError, match="did not number"):
+        mark_parts(pa.table(columns, schema=DECODED_SCHEMA), unnumbered, staged=False)
+
+
+def _deliveries(draw: st.DrawFn) -> list[dict[str, object]]:
+    # Deliveries of a few changes: each change (table, identity) delivered once or more, staged or from any record.
+    changes = draw(st.lists(st.tuples(st.sampled_from(["s\x00a", "s\x00b"]), st.binary(min_size=1, max_size=2)),
+                            min_size=1, max_size=12, unique=True))
+    out = []
+    for tkey, ident in changes:
+        for _ in range(draw(st.integers(1, 3))):
+            out.append({"tkey": tkey, "ident": ident, "staged": draw(st.booleans()),
+                        "topic": draw(st.sampled_from("tu")), "partition": draw(st.integers(0, 2)),
+                        "offset": draw(st.integers(0, 5)), "idx": draw(st.integers(0, 2)), "ts": 100 + ident[0],
+                        "rank": 1, "row_id": 0, "info": "i" + tkey[-1], "hkind": "key"})
+    return draw(st.permutations(out))
+
+
+def _written(rows: list[dict[str, object]]) -> pa.Table:
+    columns = {field.name: pa.array([r.get(field.name) for r in rows], field.type)
+               for field in WRITTEN_SCHEMA if field.name != PART}
+    return pa.table(columns)
+
+
+def _first_deliveries(rows: list[dict[str, object]]) -> set[tuple[object, ...]]:
+    best: dict[tuple[object, object], tuple[object, ...]] = {}
+    for r in rows:
+        order = (not r["staged"], r["topic"], r["partition"], r["offset"], r["idx"])
+        key = (r["tkey"], r["ident"])
+        if key not in best or order < best[key][:5]:
+            best[key] = (*order, r["tkey"], r["ident"])
+    return set(best.values())
+
+
+def _read_deliveries(folder: Path) -> list[tuple[object, ...]]:
+    table = pq.read_table(folder, schema=pa.schema([f for f in WRITTEN_SCHEMA if f.name != PART]))
+    return sorted((not r["staged"], r["topic"], r["partition"], r["offset"], r["idx"], r["tkey"], r["ident"])
+                  for r in table.to_pylist())
+
+
+@given(st.data(), st.integers(1, 4))
+@settings(max_examples=60, deadline=None)
+def test_a_parts_repeated_changes_keep_their_first_delivery_once_also_after_a_crashed_attempt(
+        tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, files: int) -> None:
+    from pyticdc.spark.apply.segments import SegmentWriter, unique_parts, unique_rows
+
+    folder = tmp_path_factory.mktemp("unique")
+    rows: list[dict[str, object]] = data.draw(st.builds(list, st.composite(_deliveries)()))
+    # The part's rows in several files (writing tasks), as the write leaves them.
+    for n in range(files):
+        mine = rows[n::files]
+        if mine:
+            writer = SegmentWriter(str(folder))
+            writer.add(_written(mine), pa.array([STAGED_PART] * len(mine), pa.int32()))
+            writer.close()
+    expected = _first_deliveries(rows)
+    part = folder / f"{PART}={STAGED_PART}"
+    originals = {p.name: p.read_bytes() for p in part.iterdir()}
+    found = pa.Table.from_batches(list(unique_parts(iter([pa.record_batch({"id": [0]})]), str(folder),
+                                                    [[STAGED_PART]])))
+    changes = {(r["tkey"], r["ident"]) for r in rows}
+    assert found.to_pylist() == [{PART: STAGED_PART, "rows": len(changes), "copies": len(rows),
+                                  "staged": len({(r["tkey"], r["ident"]) for r in rows if r["staged"]})}]
+    assert _read_deliveries(part) == sorted(expected)
+    if len(changes) < len(rows):
+        assert len(list(part.iterdir())) == 1  # rewritten into one file
+    # A crashed attempt: its new file is in place, some of the files it was made of are not removed yet.
+    for name, content in list(originals.items())[:1]:
+        (part / name).write_bytes(content)
+    (part / ".part-half-written.parquet").write_bytes(b"PAR1")  # hidden: never read
+    again = unique_rows(str(folder), STAGED_PART)
+    assert again == found.to_pylist()[0] | {"copies": again["copies"]}
+    assert _read_deliveries(part) == sorted(expected)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["s\x00a", "s\x00b", "s\x00c"]), st.integers(1, 9), st.integers(1, 3),
+                          st.integers(0, 2), st.sampled_from(["", "i1", "i2", "i3"]), st.booleans(),
+                          st.sampled_from([-1, 0, 1])),
+                min_size=1, max_size=40), st.integers(1, 20))
+@settings(max_examples=80, deadline=None)
+def test_the_files_summaries_say_what_their_parts_rows_hold(tmp_path_factory: pytest.TempPathFactory,
+                                                            rows: list[tuple[str, int, int, int, str, bool, int]],
+                                                            bound: int) -> None:
+    from pyticdc.spark.apply.segments import summarize_files
+
+    folder = tmp_path_factory.mktemp("summaries")
+    written: list[dict[str, Any]] = [
+        {"tkey": t, "ident": bytes([n]), "ts": ts, "rank": rank, "row_id": row_id, "info": info, "staged": staged,
+         "hkind": "rowid" if row_id else "key", "part": part}
+        for n, (t, ts, rank, row_id, info, staged, part) in enumerate(rows)]
+    outputs = []
+    for half in (written[::2], written[1::2]):  # two writing tasks
+        if half:
+            batch = pa.RecordBatch.from_pydict(
+                {f.name: pa.array([r.get(f.name) for r in half], f.type) for f in WRITTEN_SCHEMA},
+                schema=WRITTEN_SCHEMA)
+            outputs += list(write_segments(iter([batch]), str(folder), buffered_rows=bound))
+    parts = summarize_files(pa.Table.from_batches(outputs, schema=FILES_SCHEMA))
+    assert set(parts) == {r["part"] for r in written}
+    for part, summary in parts.items():
+        mine = [r for r in written if r["part"] == part]
+        top = max((r["ts"], r["rank"]) for r in mine)
+        assert (summary.rows, summary.staged) == (len(mine), sum(r["staged"] for r in mine))
+        assert (summary.first_ts, summary.last_ts) == (min(r["ts"] for r in mine), max(r["ts"] for r in mine))
+        assert summary.any_rowid == any(r["row_id"] for r in mine)
+        assert summary.infos == {r["info"] for r in mine} - {""}
+        assert summary.hkinds == {r["hkind"] for r in mine}
+        assert summary.tkeys == ({r["tkey"] for r in mine} if part == STAGED_PART else set())
+        assert summary.latest == max((r["ts"], r["rank"], r["info"]) for r in mine if (r["ts"], r["rank"]) == top)

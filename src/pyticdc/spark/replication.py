@@ -68,7 +68,7 @@ TopicPartition = tuple[str, int]
 #: held to interleave its partitions) while keeping per-batch costs (Spark job, Delta commits) small next to the work.
 DEFAULT_BATCH_RECORDS = 200_000
 #: Records per batch of the distributed engines when nothing else is said. Their driver holds only a batch's
-#: metadata and the executors spill, so the size only trades latency for the per-batch costs: a dozen Spark jobs,
+#: metadata and the executors spill, so the size only trades latency for the per-batch costs: a few Spark jobs,
 #: code generated for each query, and a MERGE that rewrites the files holding the keys it updates (each batch
 #: rewrites the tables' files again). 1M records measured 25% faster than 200k on the 1M-row benchmark.
 DEFAULT_DISTRIBUTED_BATCH_RECORDS = 1_000_000

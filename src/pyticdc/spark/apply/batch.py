@@ -8,18 +8,22 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
                  A capture's batch is a CopyBatch instead: each task reads one file of the capture's copy
                  (pyticdc.spark.capture)
     plan         driver: watermarks, global watermark, DDL to release, waves (pyticdc.spark.apply.plan)
-    mark         Spark columns over the files: re-sent rows dropped (each row's resolved ts before it from the
-                 decode task's running watermark and the plan's carry per task), segment level, level -1 above
-                 the limit; staged rows of the last batch unioned (a Python mapInArrow only when a task read a
-                 partition out of order). The batch's numbers are broadcast frames joined in, never literals, so
-                 the code Spark generates is the same every batch (compiled once)
-    summary      one query on narrow columns, per change identity then per (table, level, pending): the unique
-                 changes, their deliveries, ts range, TableInfos, handle kinds; de-duplication (dropDuplicates
-                 on the change identity, or first_deliveries with ``_source_*`` columns) only when an identity
-                 repeats
-    write        one job writes every unique row once, from the decode's files, into _pyticdc/staging/v<N>:
-                 a folder per segment applied and one of the rows above the limit, which the next batch reads
-                 (pyticdc.spark.apply.segments)
+    write        one job writes every change row once, from the decode's files (and the committed staging), into
+                 _pyticdc/staging/v<N>: a folder per segment (table, level) to apply and one of the rows above the
+                 limit, which the next batch reads. Each task reads one file with pyarrow and marks its rows itself:
+                 re-sent rows dropped (each row's resolved ts before it from the decode task's running watermark
+                 and the plan's carry per task), segment level by the DDL barriers, above the limit staged
+                 (pyticdc.spark.apply.segments). Every (table, level) is numbered before: the decode tasks name
+                 their tables, the committed staging its own
+    dedup        one job, a task per few parts: every delivery of a change is in one part (its table, its commit
+                 ts's level), so each part is de-duplicated alone, rewritten only when an identity repeats (its
+                 first delivery kept). The tasks' reports are the batch's summary: per segment its changes,
+                 ts range, TableInfos, handle kinds
+                 When a task read a partition out of order, for Simple's held rows and for rows a driver-engine
+                 state holds, Spark marks the rows instead (mark_columns, broadcast frames of the batch's numbers
+                 so the generated code is compiled once), summarizes them in one query on narrow columns
+                 (per change identity, then per segment), de-duplicates them only when an identity repeats and
+                 hands them to the writing tasks
     per level    net change per (table, handle) (the winner's record: its ``_source_*`` columns) and the apply of
                  every table's segment of the level in one job: delta-rs's tasks read their tables' folders
                  and fold each in Arrow (pyticdc.spark.apply.net); delta-spark's plan reads the level's folders
@@ -30,8 +34,9 @@ A batch over a DataFrame of Kafka records (the ``pyticdc`` source, or ``format("
     commit       quarantine, table row counts, progress with the consumer state (DeltaReplica.commit); the
                  batch's decoded files and applied folders go with it
 
-Python runs once per record (decode) and once per table segment (apply); the wide rows are read from the
-decode's files once and written once, and are never shuffled unless an identity repeats.
+The work on rows is in the executors' Python tasks (decode, write, de-duplicate, apply); the wide rows are read
+from the decode's files once and written once, and in the usual batch never enter the JVM after the decode (the
+Spark-marked path shuffles them only when an identity repeats).
 
 The progress and the table positions mean what they mean for the driver engine
 (:class:`pyticdc.replica.Replicator`): the consumer state holds offsets, per-partition resolved ts, the
@@ -84,17 +89,22 @@ from pyticdc.spark.apply.decode import (
     mark_changes,
     resolve_held,
 )
-from pyticdc.spark.apply.engines import DeltaRsEngine, SegmentReplica, SegmentTask
+from pyticdc.spark.apply.engines import TASKS_PER_CORE, DeltaRsEngine, SegmentReplica, SegmentTask
 from pyticdc.spark.apply.history import HistoryTask, history_task, run_history
 from pyticdc.spark.apply.plan import BatchPlan, next_barrier, plan_batch
 from pyticdc.spark.apply.segments import (
     FILES_SCHEMA,
     PART,
     STAGED_PART,
+    UNIQUE_SCHEMA,
+    PartSummary,
     SegmentMarks,
     WrittenChanges,
     keep_files,
+    spread_tables,
     staged_rows,
+    summarize_files,
+    unique_parts,
     write_files,
     write_segments,
 )
@@ -219,9 +229,13 @@ class DistributedReplicator:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _decode(self, records: Any, version: int) -> tuple[Any, list[dict[str, Any]], list[str]]:
-        """The batch's change rows (a frame over the decode tasks' files), its metadata rows (collected) and the
-        files.
+    def _tables_path(self, version: int) -> Path:
+        # The table keys of a version's staged rows (the write of the next batch numbers their segments).
+        return self._staging_root() / f"v{version}.tables.json"
+
+    def _decode(self, records: Any, version: int) -> tuple[Any, list[dict[str, Any]], list[str], set[str]]:
+        """The batch's change rows (a frame over the decode tasks' files), its metadata rows (collected), the
+        files and the table keys of their rows.
 
         ``records``: a DataFrame of Kafka source columns, or a :class:`~pyticdc.spark.capture.CopyBatch` (its
         decode tasks read one copy file each).
@@ -247,10 +261,11 @@ class DistributedReplicator:
             decoded = raw.mapInArrow(functools.partial(decode_to_files, **settings), schema)
         rows = [] if decoded is None else decoded.toArrow().to_pylist()
         files = [row["text"] for row in rows if row["kind"] == "file"]
-        meta = [row for row in rows if row["kind"] != "file"]
+        tables = {row["tkey"] for row in rows if row["kind"] == "table"}
+        meta = [row for row in rows if row["kind"] not in ("file", "table")]
         if not files:
-            return self.spark.createDataFrame([], schema), meta, files
-        return self.spark.read.schema(schema).parquet(*files), meta, files
+            return self.spark.createDataFrame([], schema), meta, files, tables
+        return self.spark.read.schema(schema).parquet(*files), meta, files, tables
 
     def _process(self, records: Any) -> BatchReport:
         version = self.progress.version
@@ -259,7 +274,7 @@ class DistributedReplicator:
         filtered_before = set(self.replica.filtered_tables)
         by_table_before = dict(self.replica.rows_by_table)
         clock = time.perf_counter()
-        decoded, meta, files = self._decode(records, version)
+        decoded, meta, files, tables = self._decode(records, version)
         clock = self._lap("decode", clock)
         # The decode's files (and the staged rows) are read a task per file: Spark would pack them into as few
         # tasks as 128 MB each makes, three of about equal size for 1M rows, which leave one core idle a third of
@@ -275,23 +290,32 @@ class DistributedReplicator:
             for topic, count in _counts(plan.next_offsets).items():
                 self.partitions[topic] = max(self.partitions.get(topic, 0), count)
             report.records = plan.records + len(plan.lines)
-            marked = self._changes(decoded, plan, version, schemas, dropped)
             limit = plan.limit
-            summary = _summarize(marked, plan.infos, self.spark)
-            clock = self._lap("dedup", clock)
-            # A feed re-sends rarely: the rows are de-duplicated (a shuffle of every wide row) only when an identity
-            # repeats.
-            duplicates = any(s["copies"] > s["rows"] for s in summary)
+            inputs = self._file_inputs(files, plan, version, schemas)
+            if inputs is not None:
+                # The usual batch: tasks read, mark and write the files; the summary is what they report.
+                summary, written, clock = self._write_rows(inputs, tables | self._staged_tables(version, plan),
+                                                           plan, version + 1, clock)
+            else:
+                marked = self._changes(decoded, plan, version, schemas, dropped)
+                summary = _summarize(marked, plan.infos, self.spark)
+                clock = self._lap("dedup", clock)
+                # A feed re-sends rarely: the rows are de-duplicated (a shuffle of every wide row) only when an
+                # identity repeats.
+                duplicates = any(s["copies"] > s["rows"] for s in summary)
+                # One write of every unique change row, a folder per (table, level) segment applied and one
+                # (part=-1) for the rows above the limit: the staging the next batch reads. The apply tasks read
+                # their tables'.
+                written = self._write_changes(marked, duplicates, summary, version + 1)
             pending = sum(s["rows"] for s in summary if s["pending"])
-            # One write of every unique change row, a folder per (table, level) segment applied and one (part=-1)
-            # for the rows above the limit: the staging the next batch reads. The apply tasks read their tables'.
-            inputs = self._file_inputs(files, plan, version, schemas, duplicates)
-            written = self._write_changes(marked, duplicates, summary, version + 1, plan, inputs)
             if pending:
-                # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes).
+                # The staged rows' TableInfos by digest (the next batch's metadata names only those it decodes),
+                # and their tables.
                 wanted = {i for s in summary if s["pending"] for i in s["infos"]}
                 self._infos_path(version + 1).write_bytes(
                     orjson.dumps({i: plan.infos[i] for i in sorted(wanted) if i in plan.infos}))
+                self._tables_path(version + 1).write_bytes(
+                    orjson.dumps(sorted({t for s in summary if s["pending"] for t in s["tkeys"]})))
             clock = self._lap("stage", clock)
         self.apply_jobs = 0
         for level in range(plan.waves + 1):
@@ -396,27 +420,83 @@ class DistributedReplicator:
             return first_deliveries(marked)
         return marked.dropDuplicates(["tkey", "ident"])
 
-    def _file_inputs(self, files: list[str], plan: BatchPlan, version: int, schemas: SchemaCache | None,
-                     duplicates: bool) -> list[tuple[str, bool]] | None:
+    def _file_inputs(self, files: list[str], plan: BatchPlan, version: int,
+                     schemas: SchemaCache | None) -> list[tuple[str, bool]] | None:
         """The files the write's tasks read themselves, each with whether it holds staged rows (the decode's, then
-        the committed version's staged ones); None when the rows need Spark: an identity repeats, Simple's held
-        rows, a task read a partition out of order, rows a driver-engine state holds."""
-        if duplicates or schemas is not None or plan.carry is None or self.state.rows:
+        the committed version's staged ones); None when the rows need Spark: Simple's held rows, a task read a
+        partition out of order, rows a driver-engine state holds, staged rows whose tables were not noted."""
+        if schemas is not None or plan.carry is None or self.state.rows:
             return None
         inputs = [(path, False) for path in files]
         staged = staged_rows(self._staging(version))
         if staged is not None:
+            if not self._tables_path(version).exists():
+                return None
             inputs += [(str(path), True) for path in sorted(staged.glob("*.parquet"))]
         return inputs
 
-    def _write_changes(self, marked: Any, duplicates: bool, summary: list[dict[str, Any]], version: int,
-                       plan: BatchPlan, inputs: list[tuple[str, bool]] | None) -> WrittenChanges | None:
-        """Every unique change row of the batch, written once into ``staging/v<version>``: a folder per segment applied
-        (``part=<n>``) and one for the rows above the limit (``part=-1``, read by the next batch); None when none.
+    def _staged_tables(self, version: int, plan: BatchPlan) -> set[str]:
+        """The table keys of the committed version's staged rows (their TableInfos go into the plan)."""
+        path = self._tables_path(version)
+        if staged_rows(self._staging(version)) is None or not path.exists():
+            return set()
+        infos = self._infos_path(version)
+        if infos.exists():
+            for ident, text in orjson.loads(infos.read_bytes()).items():
+                plan.infos.setdefault(ident, text)
+        return set(orjson.loads(path.read_bytes()))
 
-        ``inputs``: the files, when tasks can read and mark them themselves (:func:`~pyticdc.spark.apply.segments.
-        write_files`, the rows never enter the JVM); else Spark marks the rows and hands them to the writing tasks.
+    def _write_rows(self, inputs: list[tuple[str, bool]], tables: set[str], plan: BatchPlan, version: int,
+                    clock: float) -> tuple[list[dict[str, Any]], WrittenChanges | None, float]:
+        """Every change row of the batch written once into ``staging/v<version>`` by tasks that read and mark the
+        files themselves (:func:`~pyticdc.spark.apply.segments.write_files`: the rows never enter the JVM), then
+        de-duplicated part by part (:func:`~pyticdc.spark.apply.segments.unique_parts`); the batch's summary, from
+        what the tasks report, the written changes (None when none) and the clock after its laps.
+
+        Every (table, level) the batch can have is numbered before the write (the decode tasks name their
+        tables, the committed staging its own).
         """
+        assert plan.carry is not None  # _file_inputs
+        folder = self._staging(version)
+        # A crashed attempt's rows (its staged ones would otherwise be the committed version's).
+        shutil.rmtree(folder, ignore_errors=True)
+        segments = sorted((key, level) for key in tables for level in range(plan.waves + 1))
+        parts = {segment: n for n, segment in enumerate(segments)}
+        marks = SegmentMarks(released=plan.marks.released, limit=plan.limit, global_barriers=plan.marks.global_barriers,
+                             barriers=plan.marks.barriers, carry=plan.carry, parts=parts)
+        count = len(inputs)
+        if not count:
+            return [], None, clock
+        files = (self.spark.range(count, numPartitions=count)
+                 .mapInArrow(functools.partial(write_files, inputs=inputs, marks=marks, folder=str(folder)),
+                             _spark_schema(FILES_SCHEMA)).toArrow())
+        keep_files(folder, files.column("file").to_pylist())
+        clock = self._lap("stage", clock)
+        described = summarize_files(files)
+        if not described:
+            return [], None, clock
+        # Every delivery of a change is in one part (its table, its commit ts's level): a task per few parts.
+        groups = spread_tables({part: d.rows for part, d in described.items()},
+                               TASKS_PER_CORE * self.spark.sparkContext.defaultParallelism)
+        unique = (self.spark.range(len(groups), numPartitions=len(groups))
+                  .mapInArrow(functools.partial(unique_parts, folder=str(folder), groups=groups),
+                              _spark_schema(UNIQUE_SCHEMA)).toArrow().to_pylist())
+        found = {row[PART]: row for row in unique}
+        if set(found) != set(described) or any(found[p]["copies"] != d.rows for p, d in described.items()):
+            raise ReplicaError(f"the batch's written parts {sorted(described)} were read back as {sorted(found)}: "
+                               "a bug in pyticdc, please report it")
+        numbered = {n: segment for segment, n in parts.items()}
+        summary = [_segment_summary(numbered.get(part, ("", -1)), described[part], found[part], plan.infos)
+                   for part in sorted(described)]
+        sizes = {(s["tkey"], s["level"]): s["rows"] for s in summary if not s["pending"]}
+        written = WrittenChanges(self.spark, folder, {s: parts[s] for s in sizes}, sizes)
+        return summary, written, self._lap("dedup", clock)
+
+    def _write_changes(self, marked: Any, duplicates: bool, summary: list[dict[str, Any]],
+                       version: int) -> WrittenChanges | None:
+        """Every unique change row of the batch, marked by Spark, written once into ``staging/v<version>``: a folder
+        per segment applied (``part=<n>``) and one for the rows above the limit (``part=-1``, read by the next
+        batch); None when none."""
         from pyspark.sql import functions as F
 
         folder = self._staging(version)
@@ -426,24 +506,13 @@ class DistributedReplicator:
             return None
         segments = sorted((s["tkey"], s["level"]) for s in summary if not s["pending"])
         parts = {segment: n for n, segment in enumerate(segments)}
-        if inputs is not None:
-            assert plan.carry is not None  # _file_inputs
-            marks = SegmentMarks(released=plan.marks.released, limit=plan.limit,
-                                 global_barriers=plan.marks.global_barriers, barriers=plan.marks.barriers,
-                                 carry=plan.carry, parts=parts)
-            count = len(inputs)
-            files = (self.spark.range(count, numPartitions=count)
-                     .mapInArrow(functools.partial(write_files, inputs=inputs, marks=marks, folder=str(folder)),
-                                 _spark_schema(FILES_SCHEMA)).toArrow())
-        else:
-            numbers = local_frame(self.spark, {"tkey": pa.array([t for t, _ in segments], pa.string()),
-                                               "level": pa.array([lv for _, lv in segments], pa.int32()),
-                                               PART: pa.array(range(len(segments)), pa.int32())})
-            rows = (self._unique(marked, duplicates).join(F.broadcast(numbers), ["tkey", "level"], "left")
-                    .select(*DECODED_SCHEMA.names, "staged",
-                            F.coalesce(F.col(PART), F.lit(STAGED_PART)).alias(PART)))
-            files = rows.mapInArrow(functools.partial(write_segments, folder=str(folder)),
-                                    _spark_schema(FILES_SCHEMA)).toArrow()
+        numbers = local_frame(self.spark, {"tkey": pa.array([t for t, _ in segments], pa.string()),
+                                           "level": pa.array([lv for _, lv in segments], pa.int32()),
+                                           PART: pa.array(range(len(segments)), pa.int32())})
+        rows = (self._unique(marked, duplicates).join(F.broadcast(numbers), ["tkey", "level"], "left")
+                .select(*DECODED_SCHEMA.names, "staged", F.coalesce(F.col(PART), F.lit(STAGED_PART)).alias(PART)))
+        files = rows.mapInArrow(functools.partial(write_segments, folder=str(folder)),
+                                _spark_schema(FILES_SCHEMA)).toArrow()
         keep_files(folder, files.column("file").to_pylist())
         sizes = {(s["tkey"], s["level"]): s["rows"] for s in summary if not s["pending"]}
         # The tasks wrote what the summary counted, segment by segment (the marks of both are the same rules).
@@ -632,7 +701,7 @@ class DistributedReplicator:
         if not root.is_dir():
             return
         for folder in root.iterdir():
-            if folder.name in (f"v{committed}", f"v{committed}.infos.json"):
+            if folder.name in (f"v{committed}", f"v{committed}.infos.json", f"v{committed}.tables.json"):
                 continue
             if folder.is_dir():
                 shutil.rmtree(folder, ignore_errors=True)
@@ -767,7 +836,24 @@ def _summarize(marked: Any, infos: Collection[str], spark: Any) -> list[dict[str
         segment["infos"] = [digests[n] for n in segment["infos"]]
         segment["hkinds"] = [HANDLE_KINDS[n - 1] for n in segment["hkinds"]]
         segment["latest"] = None if segment["latest"] is None else digests[segment["latest"]]
+        segment["tkeys"] = [segment["tkey"]]
     return summary
+
+
+def _segment_summary(segment: tuple[str, int], described: PartSummary, unique: Mapping[str, Any],
+                     infos: Collection[str]) -> dict[str, Any]:
+    # One part's entry of the batch's summary (as _summarize's), from the write's and the de-duplication's reports.
+    # The staged part holds every table's rows above the limit: one entry, with its tables.
+    for kind in described.hkinds:
+        if kind not in HANDLE_KINDS:
+            raise ReplicaError(f"{segment[0]!r}: a change row names its handle in none of {HANDLE_KINDS}")
+    latest = described.latest[2] if described.latest is not None else None
+    tkey, level = segment
+    return {"tkey": tkey, "level": level, "pending": level < 0, "rows": unique["rows"], "copies": unique["copies"],
+            "first_ts": described.first_ts, "last_ts": described.last_ts, "any_rowid": described.any_rowid,
+            "infos": sorted(i for i in described.infos if i in infos), "hkinds": sorted(described.hkinds),
+            "latest": latest if latest in infos else None, "staged": unique["staged"],
+            "tkeys": sorted(described.tkeys) if level < 0 else [tkey]}
 
 
 def first_deliveries(rows: Any) -> Any:

@@ -44,7 +44,7 @@ _DECODER_BUGS: Final = (ValueError, TypeError, KeyError, IndexError, AttributeEr
                         RecursionError)
 
 _FIELDS: Final = [
-    ("kind", pa.string()),          # row | held | ddl | wm | boot | error | line | info | part
+    ("kind", pa.string()),          # row | held | ddl | wm | boot | error | line | info | part | file | table
     ("topic", pa.string()),
     ("partition", pa.int32()),
     ("offset", pa.int64()),
@@ -403,9 +403,10 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
                     keys: Keys = ()) -> Iterator[pa.RecordBatch]:
     """:func:`decode_records` whose change rows go to one Parquet file of ``directory``; yields the metadata rows.
 
-    The task's file is announced last, by a ``file`` row (its path in ``text``, its rows in ``ts``): the driver
-    reads the files of the tasks that succeeded, and a failed attempt's file is never named. Change rows kept
-    this way cost no JVM conversion or cache: the later stages read them with Spark's vectorized Parquet reader.
+    The task's file is announced last, by a ``table`` row per table key its rows have and a ``file`` row (its
+    path in ``text``, its rows in ``ts``): the driver reads the files of the tasks that succeeded, and a failed
+    attempt's file is never named. Change rows kept this way cost no JVM conversion or cache: the later stages
+    read them with pyarrow or Spark's vectorized Parquet reader.
     """
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -415,6 +416,7 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
     path = os.path.join(directory, f"part-{uuid.uuid4().hex}.parquet")
     writer: pq.ParquetWriter | None = None
     written = 0
+    tables: set[str] = set()
     try:
         for batch in decode_records(batches, protocol, options, start, batch_rows, keys):
             is_change = pc.is_in(batch.column("kind"), value_set=changes)
@@ -427,6 +429,7 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
                                               use_dictionary=DICTIONARY_COLUMNS, write_statistics=STATISTICS_COLUMNS)
                 writer.write_batch(rows)
                 written += rows.num_rows
+                tables.update(key for key in pc.unique(rows.column("tkey")).to_pylist() if key is not None)
             meta = batch.filter(pc.invert(is_change))
             if meta.num_rows:
                 yield meta
@@ -434,7 +437,8 @@ def decode_to_files(batches: Iterator[pa.RecordBatch], directory: str, protocol:
         if writer is not None:
             writer.close()
     if written:
-        yield pa.RecordBatch.from_pylist([{"kind": "file", "text": path, "ts": written}], schema=DECODED_SCHEMA)
+        yield pa.RecordBatch.from_pylist([*({"kind": "table", "tkey": key} for key in sorted(tables)),
+                                          {"kind": "file", "text": path, "ts": written}], schema=DECODED_SCHEMA)
 
 
 def _decode_one(decoder: Any, protocol: str, key: bytes | None, value: bytes | None, where: tuple[str, int, int],

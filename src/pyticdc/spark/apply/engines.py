@@ -53,7 +53,7 @@ from pyticdc.spark.apply.net import net_change
 from pyticdc.spark.apply.segments import LevelRows, read_segment, spread_tables
 from pyticdc.spark.worker import prepare_task
 
-__all__ = ["RESULT_SCHEMA", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "task_groups"]
+__all__ = ["RESULT_SCHEMA", "TASKS_PER_CORE", "DeltaRsEngine", "SegmentReplica", "SegmentTask", "task_groups"]
 
 _TSO: Final = pa.int64()  # _commit_ts is bigint (pyticdc.replica.projection)
 _Task = TypeVar("_Task")
@@ -269,7 +269,7 @@ class DeltaRsEngine:
         frozen = dict(tasks)
         folders = dict(level.folders)
         groups = spread_tables({key: level.sizes[key] for key in frozen},
-                               _TASKS_PER_CORE * level.spark.sparkContext.defaultParallelism)
+                               TASKS_PER_CORE * level.spark.sparkContext.defaultParallelism)
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             prepare_task()
@@ -288,7 +288,7 @@ class DeltaRsEngine:
 
 
 #: Apply tasks per core at most (a table is never split: more tasks only even out the tables' sizes).
-_TASKS_PER_CORE: Final = 4
+TASKS_PER_CORE: Final = 4
 
 
 def _spark_schema() -> str:
