@@ -412,3 +412,39 @@ def test_the_written_parts_summary_is_the_spark_summary(spark: Any, tmp_path: Pa
             assert {**summary, "any_rowid": int(summary["any_rowid"])} == {
                 **expected, "infos": sorted(expected["infos"]), "hkinds": sorted(expected["hkinds"])}
     assert len(written) == len({(t, lv) for t, lv in spark_summary if lv >= 0}) + 1
+
+
+@pytest.mark.spark
+def test_staged_rows_without_their_tables_noted_take_the_spark_path_and_the_replica_is_the_truth(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A warehouse whose staged rows were written before their tables were noted beside them (or lost that note):
+    # a batch reading them marks and summarizes them with Spark; one without staged rows writes and de-duplicates in
+    # the tasks. Both paths, with crashes: the replica is still the source (check_history_on_spark compares it).
+    import uuid
+
+    from pyticdc.sim import FaultPlan, WorkloadConfig, simulate
+    from pyticdc.spark.apply import batch
+    from pyticdc.spark.selftest import CrashPlan, check_history_on_spark
+
+    used: dict[str, int] = {"tasks": 0, "spark": 0}
+
+    def tables_path(self: Any, version: int) -> Path:
+        return tmp_path / "lost" / f"{version}-{uuid.uuid4().hex}.json"  # nowhere the next batch looks
+
+    def counted(name: str, function: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            used[name] += 1
+            return function(*args, **kwargs)
+        return run
+
+    (tmp_path / "lost").mkdir()
+    monkeypatch.setattr(batch.DistributedReplicator, "_tables_path", tables_path)
+    write_rows = batch.DistributedReplicator._write_rows
+    monkeypatch.setattr(batch.DistributedReplicator, "_write_rows", counted("tasks", write_rows))
+    monkeypatch.setattr(batch, "_summarize", counted("spark", batch._summarize))
+    history = simulate(31, WorkloadConfig(transactions=40))
+    report = check_history_on_spark(
+        spark, history, "canal-json", {"enable-tidb-extension": "true"}, plan=FaultPlan(garbage=1), seed=31,
+        workdir=tmp_path / "run", batches=6, crash_plan=CrashPlan(crashes=[("before-progress", 2)]),
+        engine="distributed")
+    assert report.crashes and used["tasks"] > 0 and used["spark"] > 0

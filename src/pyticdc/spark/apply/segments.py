@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from pyticdc.spark.apply.decode import DECODED_SCHEMA, DICTIONARY_COLUMNS, STATISTICS_COLUMNS
 from pyticdc.spark.apply.net import NET_INPUT
+from pyticdc.spark.worker import prepare_task
 
 __all__ = ["BUFFERED_ROWS", "FILES_SCHEMA", "PART", "STAGED_PART", "UNIQUE_SCHEMA", "WRITTEN_SCHEMA", "LevelRows",
            "PartSummary", "SegmentMarks", "SegmentWriter", "WrittenChanges", "keep_files", "mark_parts", "read_segment",
@@ -219,6 +220,7 @@ def write_segments(batches: Iterator[pa.RecordBatch], folder: str, *,
     Yields one row per file written (:data:`FILES_SCHEMA`): the driver keeps the files of the attempts that
     succeeded, and removes any other (a failed attempt's; :func:`keep_files`).
     """
+    prepare_task()
     writer = SegmentWriter(folder, buffered_rows)
     for batch in batches:
         writer.add(pa.Table.from_batches([batch]).drop_columns([PART]), batch.column(PART))
@@ -314,6 +316,7 @@ def write_files(batches: Iterator[pa.RecordBatch], inputs: Sequence[tuple[str, b
 
     The rows never enter the JVM: Spark only schedules the tasks.
     """
+    prepare_task()
     for batch in batches:
         for index in batch.column(0).to_pylist():
             path, staged = inputs[index]
@@ -372,6 +375,7 @@ def unique_parts(batches: Iterator[pa.RecordBatch], folder: str,
                  groups: Sequence[Sequence[int]]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body over task numbers: task ``n`` de-duplicates the parts of ``groups[n]``
     (:func:`unique_rows`); a row per part (:data:`UNIQUE_SCHEMA`)."""
+    prepare_task()
     for batch in batches:
         for index in batch.column(0).to_pylist():
             rows = [unique_rows(folder, part) for part in groups[index]]
