@@ -210,10 +210,10 @@ class DistributedReplicator:
         return Path(str(self.replica.store.internal_path("staging")))  # never remote
 
     def _staging(self, version: int) -> Path:
-        return Path(str(self.replica.store.internal_path("staging"))) / f"v{version}"  # never remote
+        return self._staging_root() / f"v{version}"
 
     def _infos_path(self, version: int) -> Path:
-        return Path(str(self.replica.store.internal_path("staging"))) / f"v{version}.infos.json"
+        return self._staging_root() / f"v{version}.infos.json"
 
     # ------------------------------------------------------------------ a batch
     def process(self, records: Any) -> BatchReport:
@@ -368,10 +368,7 @@ class DistributedReplicator:
         frames = [(decoded, False)]
         staging = staged_rows(self._staging(version))
         if staging is not None:
-            infos = self._infos_path(version)
-            if infos.exists():
-                for ident, text in orjson.loads(infos.read_bytes()).items():
-                    plan.infos.setdefault(ident, text)
+            self._learn_staged_infos(version, plan)
             frames.append((self.spark.read.schema(_spark_schema(DECODED_SCHEMA)).parquet(str(staging)), True))
         if self.state.rows:
             # A state written by the driver engine holds its waiting rows itself: they join as staged rows.
@@ -440,11 +437,15 @@ class DistributedReplicator:
         path = self._tables_path(version)
         if staged_rows(self._staging(version)) is None or not path.exists():
             return set()
+        self._learn_staged_infos(version, plan)
+        return set(orjson.loads(path.read_bytes()))
+
+    def _learn_staged_infos(self, version: int, plan: BatchPlan) -> None:
+        # The staged rows' TableInfos by digest (the batch's metadata names only those it decodes).
         infos = self._infos_path(version)
         if infos.exists():
             for ident, text in orjson.loads(infos.read_bytes()).items():
                 plan.infos.setdefault(ident, text)
-        return set(orjson.loads(path.read_bytes()))
 
     def _write_rows(self, inputs: list[tuple[str, bool]], tables: set[str], plan: BatchPlan, version: int,
                     clock: float) -> tuple[list[dict[str, Any]], WrittenChanges | None, float]:
